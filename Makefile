@@ -1,0 +1,49 @@
+# flake: time-ordered 64-bit keys for PostgreSQL
+#
+#   make demo   build, install and show flake on a throwaway cluster
+#   make test   build, install and run the whole suite
+#   make bench  benchmarks (test/bench)
+
+EXTENSION = flake
+MODULE_big = flake
+OBJS = src/flake.o src/shmem.o src/entropy.o src/ulid_text.o src/ulidflake.o
+DATA = sql/flake--1.0.sql
+PGFILEDESC = "flake - time-ordered 64-bit keys"
+
+# -Wextra with PostgreSQL's fmgr convention: every PG_FUNCTION_ARGS function
+# takes fcinfo, used or not.
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
+
+# SQL behaviour, against a temporary instance with flake preloaded
+TEST_CONF = --temp-config=test/flake.conf --encoding=UTF8 --no-locale
+REGRESS = ulidflake ulidflake_index
+REGRESS_OPTS = --temp-instance=tmp_check_regress $(TEST_CONF)
+ISOLATION = ulidflake_interleave
+ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_isolation $(TEST_CONF)
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+EXTRA_CLEAN = tmp_check_regress tmp_check_isolation results output_iso \
+	test/isolation/results test/isolation/output_iso regression.* test/unit/*.bin
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# The suite in parts; test/run calls them as an unprivileged user.
+check-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+check-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+check-tap:
+	$(prove_installcheck)
+
+test:
+	test/run
+
+demo:
+	test/demo
+
+bench:
+	test/bench/run
+
+.PHONY: check-regress check-isolation check-tap test demo bench

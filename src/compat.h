@@ -1,0 +1,41 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  The one place where differences between PostgreSQL versions live.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FLAKE_COMPAT_H
+#define FLAKE_COMPAT_H
+
+#include "utils/elog.h"
+
+/*
+ * PostgreSQL 15 added shmem_request_hook; before it, shared memory was
+ * requested directly from _PG_init.
+ */
+#if PG_VERSION_NUM >= 150000
+#define FLAKE_HAVE_SHMEM_REQUEST_HOOK
+#endif
+
+/* PostgreSQL 15 renamed EmitWarningsOnPlaceholders. */
+#if PG_VERSION_NUM < 150000
+#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#endif
+
+/*
+ * PostgreSQL 16 lets input functions report errors softly (for
+ * pg_input_is_valid and friends); before it, every input error is an ERROR.
+ */
+#if PG_VERSION_NUM >= 160000
+#define flake_ereturn(context, dummy, ...) ereturn(context, dummy, __VA_ARGS__)
+#else
+#define flake_ereturn(context, dummy, ...) \
+	do { \
+		(void) (context); \
+		ereport(ERROR, __VA_ARGS__); \
+		return dummy; \
+	} while (0)
+#endif
+
+#endif							/* FLAKE_COMPAT_H */

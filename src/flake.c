@@ -1,0 +1,31 @@
+/*-------------------------------------------------------------------------
+ *
+ * flake.c
+ *	  Module entry point of the flake extension.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "flake.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	/*
+	 * Shared state can only be set up from shared_preload_libraries.  When
+	 * loaded later, the generators keep their state per backend instead.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+		flake_shmem_init();
+
+	MarkGUCPrefixReserved("flake");
+}

@@ -1,0 +1,258 @@
+/*-------------------------------------------------------------------------
+ *
+ * ulidflake.c
+ *	  The ulidflake type (Ulid-Flake ids) and its generator.
+ *
+ * A ulidflake is a non-negative int64: 43 bits of milliseconds since
+ * 2024-01-01T00:00:00Z, then 20 bits of entropy.  In the scalable form the
+ * low 5 entropy bits carry a scalability id (sid), leaving 15 bits.
+ * Comparison, hashing and storage reuse the int8 support functions; this
+ * file has what differs: text and binary input, the bigint cast, the
+ * accessors and the generator.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "libpq/pqformat.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#include "flake.h"
+#include "ulid_text.h"
+
+#define ULID_EPOCH_UNIX_MS	INT64CONST(1704067200000)	/* 2024-01-01 */
+#define ULID_ENTROPY_BITS	20
+#define ULID_SID_BITS		5
+#define ULID_MAX_SID		((1 << ULID_SID_BITS) - 1)
+#define ULID_TIME_BITS		43
+#define ULID_END_TEXT		"2302-09-27 15:10:22.207+00 (43 bits of milliseconds)"
+
+/* No sid: the stand-alone form. */
+#define ULID_STANDALONE		(-1)
+
+/* Last value issued by this backend, used when not preloaded. */
+static uint64 ulid_local_last = 0;
+
+PG_FUNCTION_INFO_V1(ulidflake_in);
+PG_FUNCTION_INFO_V1(ulidflake_out);
+PG_FUNCTION_INFO_V1(ulidflake_recv);
+PG_FUNCTION_INFO_V1(ulidflake_from_bigint);
+PG_FUNCTION_INFO_V1(ulidflake_next);
+PG_FUNCTION_INFO_V1(ulidflake_next_sid);
+PG_FUNCTION_INFO_V1(ulidflake_timestamp);
+PG_FUNCTION_INFO_V1(ulidflake_entropy);
+PG_FUNCTION_INFO_V1(ulidflake_sid);
+PG_FUNCTION_INFO_V1(ulidflake_from_timestamp);
+
+Datum
+ulidflake_in(PG_FUNCTION_ARGS)
+{
+	char	   *str = PG_GETARG_CSTRING(0);
+	uint64		value;
+
+	switch (ulid_parse(str, strlen(str), &value))
+	{
+		case ULID_PARSE_OK:
+			break;
+		case ULID_PARSE_OUT_OF_RANGE:
+			flake_ereturn(fcinfo->context, (Datum) 0,
+						  (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						   errmsg("value \"%s\" is out of range for type ulidflake",
+								  str),
+						   errhint("The first character of a ulidflake is 0 to 7.")));
+		case ULID_PARSE_MALFORMED:
+			flake_ereturn(fcinfo->context, (Datum) 0,
+						  (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+						   errmsg("invalid input syntax for type ulidflake: \"%s\"",
+								  str),
+						   errhint("A ulidflake is 13 characters of Crockford Base32: 0-9 and A-Z without I, L, O and U.")));
+	}
+	PG_RETURN_INT64((int64) value);
+}
+
+Datum
+ulidflake_out(PG_FUNCTION_ARGS)
+{
+	int64		value = PG_GETARG_INT64(0);
+	char	   *result = palloc(ULID_TEXT_LEN + 1);
+
+	ulid_encode((uint64) value, result);
+	result[ULID_TEXT_LEN] = '\0';
+	PG_RETURN_CSTRING(result);
+}
+
+static void
+ulidflake_check_nonnegative(int64 value)
+{
+	if (value < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("value %lld is out of range for type ulidflake",
+						(long long) value),
+				 errhint("A ulidflake is a non-negative bigint.")));
+}
+
+Datum
+ulidflake_recv(PG_FUNCTION_ARGS)
+{
+	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
+	int64		value = pq_getmsgint64(buf);
+
+	ulidflake_check_nonnegative(value);
+	PG_RETURN_INT64(value);
+}
+
+Datum
+ulidflake_from_bigint(PG_FUNCTION_ARGS)
+{
+	int64		value = PG_GETARG_INT64(0);
+
+	ulidflake_check_nonnegative(value);
+	PG_RETURN_INT64(value);
+}
+
+/*
+ * The value to issue after last, given the clock and a random step in
+ * [1, 255].  A clock at or behind last's millisecond (same millisecond, or
+ * a clock stepped back) grows last by step; carrying out of the entropy bits
+ * moves the value into the next millisecond, so it never repeats.  A newer
+ * millisecond starts from random entropy, as the reference implementations
+ * do.  The scalable form steps above its sid bits and then puts the sid in.
+ */
+static inline uint64
+ulid_successor(uint64 last, int64 now_ms, int sid, uint8 step, uint32 fresh)
+{
+	if (now_ms > (int64) (last >> ULID_ENTROPY_BITS))
+	{
+		uint64		entropy = fresh & ((1 << ULID_ENTROPY_BITS) - 1);
+
+		if (sid != ULID_STANDALONE)
+			entropy = (entropy & ~(uint64) ULID_MAX_SID) | (uint64) sid;
+		return ((uint64) now_ms << ULID_ENTROPY_BITS) | entropy;
+	}
+	if (sid == ULID_STANDALONE)
+		return last + step;
+	return ((((last >> ULID_SID_BITS) + step) << ULID_SID_BITS) | (uint64) sid);
+}
+
+static int64
+ulid_generate(int sid)
+{
+	int64		now_ms = flake_clock_unix_ms() - ULID_EPOCH_UNIX_MS;
+	uint8		step;
+	uint32		fresh;
+	uint64		next;
+
+	if (now_ms < 0 || now_ms >= (INT64CONST(1) << ULID_TIME_BITS))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("the system clock is outside the ulidflake time range"),
+				 errdetail("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULID_END_TEXT ".")));
+
+	/* Rejection keeps the step uniform in [1, 255]. */
+	do
+		step = flake_random_byte();
+	while (step == 0);
+	fresh = (uint32) flake_random_byte() << 16 |
+		(uint32) flake_random_byte() << 8 |
+		flake_random_byte();
+
+	if (flake_shared == NULL)
+	{
+		next = ulid_successor(ulid_local_last, now_ms, sid, step, fresh);
+		if ((int64) next >= 0)
+			ulid_local_last = next;
+	}
+	else
+	{
+		uint64		last = pg_atomic_read_u64(&flake_shared->ulid_last);
+
+		do
+			next = ulid_successor(last, now_ms, sid, step, fresh);
+		while ((int64) next >= 0 &&
+			   !pg_atomic_compare_exchange_u64(&flake_shared->ulid_last,
+											   &last, next));
+	}
+
+	/* Only running out of 43 bits of time can make the value negative. */
+	if ((int64) next < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("ulidflake timestamp overflow"),
+				 errdetail("ulidflake timestamps end at " ULID_END_TEXT ".")));
+
+	return (int64) next;
+}
+
+Datum
+ulidflake_next(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(ulid_generate(ULID_STANDALONE));
+}
+
+Datum
+ulidflake_next_sid(PG_FUNCTION_ARGS)
+{
+	int32		sid = PG_GETARG_INT32(0);
+
+	if (sid < 0 || sid > ULID_MAX_SID)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("scalability id %d is out of range for ulidflake", sid),
+				 errhint("A scalability id is 0 to %d.", ULID_MAX_SID)));
+	PG_RETURN_INT64(ulid_generate(sid));
+}
+
+Datum
+ulidflake_timestamp(PG_FUNCTION_ARGS)
+{
+	int64		value = PG_GETARG_INT64(0);
+	int64		unix_ms = (value >> ULID_ENTROPY_BITS) + ULID_EPOCH_UNIX_MS;
+
+	PG_RETURN_TIMESTAMPTZ(flake_unix_ms_to_timestamptz(unix_ms));
+}
+
+Datum
+ulidflake_entropy(PG_FUNCTION_ARGS)
+{
+	int64		value = PG_GETARG_INT64(0);
+
+	PG_RETURN_INT32((int32) (value & ((1 << ULID_ENTROPY_BITS) - 1)));
+}
+
+Datum
+ulidflake_sid(PG_FUNCTION_ARGS)
+{
+	int64		value = PG_GETARG_INT64(0);
+
+	PG_RETURN_INT32((int32) (value & ULID_MAX_SID));
+}
+
+/*
+ * The smallest ulidflake of the timestamp's millisecond, so that
+ * "id >= ulidflake_from_timestamp(t)" selects ids issued at or after t.
+ */
+Datum
+ulidflake_from_timestamp(PG_FUNCTION_ARGS)
+{
+	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+	int64		ms;
+
+	if (!TIMESTAMP_NOT_FINITE(ts))
+	{
+		/* floor division: times before 2000 are negative */
+		ms = ts / 1000 - (ts % 1000 < 0);
+		ms += FLAKE_PG_EPOCH_UNIX_MS - ULID_EPOCH_UNIX_MS;
+	}
+	if (TIMESTAMP_NOT_FINITE(ts) ||
+		ms < 0 || ms >= (INT64CONST(1) << ULID_TIME_BITS))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp \"%s\" is out of range for type ulidflake",
+						timestamptz_to_str(ts)),
+				 errhint("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULID_END_TEXT ".")));
+	PG_RETURN_INT64(ms << ULID_ENTROPY_BITS);
+}
