@@ -6,7 +6,8 @@
 
 EXTENSION = flake
 MODULE_big = flake
-OBJS = src/flake.o src/shmem.o src/entropy.o src/ulid_text.o src/ulidflake.o
+OBJS = src/flake.o src/settings.o src/shmem.o src/highwater.o src/lease.o \
+	src/entropy.o src/ulid_text.o src/ulidflake.o src/snowflake.o
 DATA = sql/flake--1.0.sql
 PGFILEDESC = "flake - time-ordered 64-bit keys"
 
@@ -16,7 +17,7 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 
 # SQL behaviour, against a temporary instance with flake preloaded
 TEST_CONF = --temp-config=test/flake.conf --encoding=UTF8 --no-locale
-REGRESS = ulidflake ulidflake_index
+REGRESS = ulidflake ulidflake_index flake
 REGRESS_OPTS = --temp-instance=tmp_check_regress $(TEST_CONF)
 ISOLATION = ulidflake_interleave
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_isolation $(TEST_CONF)

@@ -145,3 +145,45 @@ CREATE FUNCTION ulidflake_sid(ulidflake) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION ulidflake_from_timestamp(timestamptz) RETURNS ulidflake
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+------------------------------------------------------------------------
+-- Snowflake ids: bigint, 0 | ms since flake.epoch | node | sequence
+------------------------------------------------------------------------
+
+CREATE FUNCTION flake_next() RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION flake_next() IS 'next Snowflake id on the node this backend leased';
+CREATE FUNCTION flake_next(node integer) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'flake_next_node'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION flake_next(integer) IS 'next Snowflake id on the given node';
+CREATE FUNCTION flake_node() RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION flake_node() IS 'the node this backend leased, or NULL before its first flake_next()';
+
+-- decoders read flake.epoch, flake.node_bits and flake.sequence_bits
+CREATE FUNCTION flake_timestamp(bigint) RETURNS timestamptz
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION flake_node(bigint) RETURNS integer
+	AS 'MODULE_PATHNAME', 'flake_node_of' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION flake_sequence(bigint) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION flake_decode(id bigint, OUT ts timestamptz, OUT node integer, OUT sequence integer)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION flake_from_timestamp(timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+------------------------------------------------------------------------
+-- Operations
+------------------------------------------------------------------------
+
+CREATE FUNCTION flake_lease_info(OUT generator text, OUT node integer, OUT pid integer,
+								 OUT leased_at timestamptz, OUT last_issued timestamptz,
+								 OUT issued bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+
+CREATE VIEW flake_leases AS
+	SELECT generator, node, pid, leased_at, last_issued, issued FROM flake_lease_info();
+COMMENT ON VIEW flake_leases IS 'nodes leased by backends, with their last issued timestamp and count';

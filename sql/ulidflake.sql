@@ -111,4 +111,5 @@ SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args,
 FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'flake')
+  AND (p.proname LIKE 'ulidflake%' OR 'ulidflake'::regtype IN (p.prorettype, p.proargtypes[0]))
 ORDER BY 1, 2;

@@ -10,17 +10,8 @@
 
 #include "utils/elog.h"
 
-/*
- * PostgreSQL 15 added shmem_request_hook; before it, shared memory was
- * requested directly from _PG_init.
- */
-#if PG_VERSION_NUM >= 150000
-#define FLAKE_HAVE_SHMEM_REQUEST_HOOK
-#endif
-
-/* PostgreSQL 15 renamed EmitWarningsOnPlaceholders. */
 #if PG_VERSION_NUM < 150000
-#define MarkGUCPrefixReserved(prefix) EmitWarningsOnPlaceholders(prefix)
+#error "flake needs PostgreSQL 15 or later"
 #endif
 
 /*

@@ -20,6 +20,8 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	flake_define_settings();
+
 	/*
 	 * Shared state can only be set up from shared_preload_libraries.  When
 	 * loaded later, the generators keep their state per backend instead.

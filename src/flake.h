@@ -9,6 +9,7 @@
 #define FLAKE_H
 
 #include "port/atomics.h"
+#include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
 /* Milliseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
@@ -16,17 +17,82 @@
 	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000)
 
 /*
- * Server-wide state, present only when the library is preloaded.  Fields are
- * updated without locks; each is owned by one generator family.
+ * Per-node state lives in shared memory for every node of the node space,
+ * so that flake_next(node) is safe for any node.  This caps the node space.
+ */
+#define FLAKE_MAX_NODE_BITS 16
+
+/* How far ahead of issued timestamps the high-water mark is persisted. */
+#define FLAKE_HWM_CHUNK_MS 1000
+
+/*
+ * One node of the Snowflake node space.  Each node sits on a cache line of
+ * its own, so that backends generating on different nodes do not contend.
+ */
+typedef struct FlakeNode
+{
+	/* (timestamp << sequence_bits) | sequence of the last id issued */
+	pg_atomic_uint64 last;
+	/* ids issued under the current lease; written by the holder only */
+	pg_atomic_uint64 issued;
+	pg_atomic_uint32 owner;		/* pid of the leasing backend, or 0 */
+	bool		leasable;		/* in the family's set of leasable nodes */
+	TimestampTz leased_at;
+} FlakeNode;
+
+typedef union FlakeNodePadded
+{
+	FlakeNode	node;
+	char		pad[PG_CACHE_LINE_SIZE];
+} FlakeNodePadded;
+
+/*
+ * Server-wide state, present only when the library is preloaded.  The
+ * generators' hot fields are atomics on cache lines of their own; the lock
+ * serializes leases and high-water mark writes.
  */
 typedef struct FlakeSharedState
 {
-	pg_atomic_uint64 ulid_last;	/* last ulidflake value issued */
+	union
+	{
+		pg_atomic_uint64 value; /* last ulidflake value issued */
+		char		pad[PG_CACHE_LINE_SIZE];
+	}			ulid_last;
+	union
+	{
+		/* Unix ms: no flake_next() id beyond it was issued; persisted */
+		pg_atomic_uint64 value;
+		char		pad[PG_CACHE_LINE_SIZE];
+	}			snowflake_hwm;
+	LWLock	   *lock;
+	int			nnodes;			/* 1 << flake.node_bits */
+	FlakeNodePadded nodes[FLEXIBLE_ARRAY_MEMBER];
 } FlakeSharedState;
 
 /* shmem.c */
 extern FlakeSharedState *flake_shared;
 extern void flake_shmem_init(void);
+
+/* lease.c */
+extern int	flake_lease(FlakeNodePadded *nodes, int count);
+extern void flake_release(FlakeNode *node);
+
+/* highwater.c */
+extern int64 flake_hwm_read(void);
+extern void flake_hwm_extend(int64 unix_ms);
+
+/* settings.c */
+extern char *flake_epoch_string;
+extern int64 flake_epoch_unix_ms;
+extern int	flake_node_bits;
+extern int	flake_sequence_bits;
+extern char *flake_nodes_string;
+extern int	flake_max_borrow_ms;
+extern void flake_define_settings(void);
+extern bool flake_parse_epoch(const char *str, int64 *unix_ms);
+extern void flake_nodes_foreach(const char *str, int bits,
+								void (*add) (int64 lo, int64 hi, void *arg),
+								void *arg);
 
 /* entropy.c */
 extern void flake_random_refill(void);

@@ -20,30 +20,38 @@
 
 FlakeSharedState *flake_shared = NULL;
 
-#ifdef FLAKE_HAVE_SHMEM_REQUEST_HOOK
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
-#endif
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 static Size
 flake_shmem_size(void)
 {
-	return MAXALIGN(sizeof(FlakeSharedState));
+	return add_size(offsetof(FlakeSharedState, nodes),
+					mul_size(sizeof(FlakeNodePadded),
+							 (Size) 1 << flake_node_bits));
 }
 
 static void
 flake_shmem_request(void)
 {
-#ifdef FLAKE_HAVE_SHMEM_REQUEST_HOOK
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-#endif
 	RequestAddinShmemSpace(flake_shmem_size());
+	RequestNamedLWLockTranche("flake", 1);
+}
+
+static void
+mark_leasable(int64 lo, int64 hi, void *arg)
+{
+	for (int64 n = lo; n <= hi; n++)
+		flake_shared->nodes[n].node.leasable = true;
 }
 
 /*
- * Attach to the shared state, creating it in the postmaster.  After a backend
- * crash the postmaster creates it anew.
+ * Create the shared state in the postmaster, at start and again after a
+ * backend crash.  Every node starts just above the persisted high-water
+ * mark, so no id issued before the restart can be issued again, whatever
+ * the clock says now.
  */
 static void
 flake_shmem_startup(void)
@@ -56,19 +64,40 @@ flake_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	flake_shared = ShmemInitStruct("flake", flake_shmem_size(), &found);
 	if (!found)
-		pg_atomic_init_u64(&flake_shared->ulid_last, 0);
+	{
+		int64		hwm = flake_hwm_read();
+		int64		floor_ms = hwm - flake_epoch_unix_ms;
+		uint64		floor = 0;
+
+		if (floor_ms >= 0)
+			floor = ((uint64) floor_ms << flake_sequence_bits) |
+				(((uint64) 1 << flake_sequence_bits) - 1);
+
+		pg_atomic_init_u64(&flake_shared->ulid_last.value, 0);
+		pg_atomic_init_u64(&flake_shared->snowflake_hwm.value, hwm);
+		flake_shared->lock = &(GetNamedLWLockTranche("flake"))->lock;
+		flake_shared->nnodes = 1 << flake_node_bits;
+		for (int i = 0; i < flake_shared->nnodes; i++)
+		{
+			FlakeNode  *node = &flake_shared->nodes[i].node;
+
+			pg_atomic_init_u64(&node->last, floor);
+			pg_atomic_init_u64(&node->issued, 0);
+			pg_atomic_init_u32(&node->owner, 0);
+			node->leasable = false;
+			node->leased_at = 0;
+		}
+		flake_nodes_foreach(flake_nodes_string, flake_node_bits,
+							mark_leasable, NULL);
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
 void
 flake_shmem_init(void)
 {
-#ifdef FLAKE_HAVE_SHMEM_REQUEST_HOOK
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = flake_shmem_request;
-#else
-	flake_shmem_request();
-#endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = flake_shmem_startup;
 }

@@ -168,12 +168,12 @@ ulid_generate(int sid)
 	}
 	else
 	{
-		uint64		last = pg_atomic_read_u64(&flake_shared->ulid_last);
+		uint64		last = pg_atomic_read_u64(&flake_shared->ulid_last.value);
 
 		do
 			next = ulid_successor(last, now_ms, sid, step, fresh);
 		while ((int64) next >= 0 &&
-			   !pg_atomic_compare_exchange_u64(&flake_shared->ulid_last,
+			   !pg_atomic_compare_exchange_u64(&flake_shared->ulid_last.value,
 											   &last, next));
 	}
 

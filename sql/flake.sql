@@ -1,0 +1,108 @@
+--
+-- flake_next(): Snowflake ids, decoding, settings, leases
+--
+CREATE EXTENSION IF NOT EXISTS flake;
+\set SHOW_CONTEXT never
+SET timezone = 'UTC';
+
+CREATE FUNCTION sqlstate_of_query(query text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE query;
+	RETURN 'OK';
+EXCEPTION WHEN others THEN
+	RETURN SQLSTATE;
+END $$;
+
+-- the default layout: 41-bit ms since 2015-01-01, 10-bit node, 12-bit sequence
+SHOW flake.epoch;
+SHOW flake.node_bits;
+SHOW flake.sequence_bits;
+SHOW flake.nodes;
+SHOW flake.max_borrow;
+
+-- Discord's documentation example: worker 1, process 0 = node 32, increment 7
+SELECT * FROM flake_decode(175928847299117063);
+SELECT flake_timestamp(175928847299117063), flake_node(175928847299117063),
+       flake_sequence(175928847299117063);
+SELECT flake_decode(0), flake_decode(9223372036854775807);
+SELECT flake_timestamp(-1);
+SELECT flake_decode(-175928847299117063);
+
+-- flake_from_timestamp: the smallest id of the millisecond
+SELECT flake_from_timestamp('2015-01-01 00:00:00+00');
+SELECT flake_from_timestamp('2016-04-30 11:18:25.796+00') <= 175928847299117063 AS lower_bound,
+       flake_from_timestamp('2016-04-30 11:18:25.797+00') > 175928847299117063 AS upper_bound;
+SELECT flake_from_timestamp('2015-01-01 00:00:00.0019+00') >> 22 AS ms;
+SELECT flake_from_timestamp('2084-09-06 15:47:35.551+00'),
+       flake_timestamp(flake_from_timestamp('2084-09-06 15:47:35.551+00'));
+SELECT flake_from_timestamp('2084-09-06 15:47:35.552+00');
+SELECT flake_from_timestamp('2014-12-31 23:59:59.999+00');
+SELECT flake_from_timestamp('infinity');
+
+-- generation on the leased node
+SELECT flake_node() IS NULL AS no_lease_yet;
+CREATE TABLE ids AS SELECT n, flake_next() AS id FROM generate_series(1, 100000) n;
+SELECT flake_node() IS NOT NULL AS leased;
+SELECT count(*) AS ids,
+       count(*) FILTER (WHERE id <= prev) AS not_increasing,
+       count(DISTINCT id) AS distinct_ids,
+       count(*) FILTER (WHERE flake_node(id) <> flake_node()) AS other_node,
+       max(flake_sequence(id)) < 4096 AS sequence_in_range,
+       bool_and(flake_from_timestamp(flake_timestamp(id)) = id >> 22 << 22) AS from_timestamp_round_trips
+FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM ids) s;
+SELECT abs(extract(epoch FROM flake_timestamp(flake_next()) - clock_timestamp())) < 5 AS near_now;
+SELECT (flake_decode(flake_next())).node = flake_node() AS decode_node;
+
+-- the view shows this backend's lease
+SELECT generator, node = flake_node() AS my_node, pid = pg_backend_pid() AS my_pid,
+       issued >= 100000 AS issued, last_issued <= clock_timestamp() + interval '1 s' AS last_issued
+FROM flake_leases WHERE pid = pg_backend_pid();
+
+-- explicit nodes: anywhere in the node space, increasing per node
+CREATE TABLE explicit_ids AS
+SELECT n, n % 3 * 511 AS node, flake_next(n % 3 * 511) AS id FROM generate_series(1, 30000) n;
+SELECT node, count(*), count(*) FILTER (WHERE id <= prev) AS not_increasing,
+       bool_and(flake_node(id) = node) AS right_node
+FROM (SELECT node, id, lag(id) OVER (PARTITION BY node ORDER BY n) AS prev FROM explicit_ids) s
+GROUP BY node ORDER BY node;
+SELECT count(*) AS collisions FROM explicit_ids JOIN ids USING (id);
+SELECT flake_next(1024);
+SELECT flake_next(-1);
+
+-- settings are fixed at server start; bad values are refused with the reason
+SET flake.node_bits = 8;
+ALTER SYSTEM SET flake.epoch = 'yesterday';
+ALTER SYSTEM SET flake.epoch = '2015-02-30';
+ALTER SYSTEM SET flake.epoch = '1969-12-31 23:59:59+00';
+ALTER SYSTEM SET flake.node_bits = 17;
+ALTER SYSTEM SET flake.sequence_bits = 0;
+ALTER SYSTEM SET flake.nodes = '0-1024';
+ALTER SYSTEM SET flake.nodes = '5-3';
+ALTER SYSTEM SET flake.nodes = '3,8-';
+ALTER SYSTEM SET flake.nodes = 'all';
+ALTER SYSTEM SET flake.max_borrow = -1;
+-- and good ones are taken
+ALTER SYSTEM SET flake.epoch = '2020-06-01T12:00:00.250Z';
+ALTER SYSTEM SET flake.epoch = '2020-06-01 14:00:00+02:00';
+ALTER SYSTEM SET flake.nodes = '3, 8-15,1023';
+ALTER SYSTEM SET flake.max_borrow = '250ms';
+ALTER SYSTEM RESET ALL;
+
+-- errors carry their SQLSTATE
+SELECT q, sqlstate_of_query(q) FROM (VALUES
+	('SELECT flake_next(1024)'),
+	('SELECT flake_timestamp(-1)'),
+	($$SELECT flake_from_timestamp('2000-01-01')$$)) v(q);
+\set VERBOSITY sqlstate
+ALTER SYSTEM SET flake.nodes = '0-1024';
+ALTER SYSTEM SET flake.epoch = 'yesterday';
+ALTER SYSTEM SET flake.node_bits = 17;
+SELECT flake_next(-1);
+\set VERBOSITY default
+
+-- generators are volatile and parallel unsafe; decoders stable and safe
+SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel
+FROM pg_proc p
+WHERE p.proname IN ('flake_next', 'flake_node', 'flake_timestamp', 'flake_sequence',
+                    'flake_decode', 'flake_from_timestamp', 'flake_lease_info')
+ORDER BY p.oid::regprocedure::text;

@@ -1,0 +1,284 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *	  The flake.* configuration settings and their validation.
+ *
+ * The Snowflake layout (epoch, node and sequence bits) and the nodes this
+ * server may lease are fixed at server start: changing them under running
+ * generators could reissue ids.  flake.max_borrow only bounds how far ids
+ * run ahead of the clock, so it can change on reload.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+
+#include "flake.h"
+
+char	   *flake_epoch_string = NULL;
+int64		flake_epoch_unix_ms = INT64CONST(1420070400000);	/* 2015-01-01 */
+int			flake_node_bits = 10;
+int			flake_sequence_bits = 12;
+char	   *flake_nodes_string = NULL;
+int			flake_max_borrow_ms = 1000;
+
+/* Fewer timestamp bits than this would wrap within a few weeks. */
+#define FLAKE_MIN_TIMESTAMP_BITS 31
+
+/* Read exactly n decimal digits. */
+static bool
+take_digits(const char **p, int n, int *value)
+{
+	*value = 0;
+	for (int i = 0; i < n; i++)
+	{
+		if (**p < '0' || **p > '9')
+			return false;
+		*value = *value * 10 + (**p - '0');
+		(*p)++;
+	}
+	return true;
+}
+
+/* Days from 1970-01-01 to a proleptic Gregorian date. */
+static int64
+days_from_civil(int y, int m, int d)
+{
+	int64		era;
+	int			yoe,
+				doy,
+				doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/*
+ * Parse "YYYY-MM-DD[( |T)HH:MM:SS[.fff]][Z|+HH[:MM]|-HH[:MM]]" (UTC when no
+ * zone is given) into Unix milliseconds.  The epoch is read before the
+ * server's time zone settings are in place, hence a parser of our own.
+ */
+bool
+flake_parse_epoch(const char *str, int64 *unix_ms)
+{
+	const char *p = str;
+	int			y,
+				mo,
+				d,
+				h = 0,
+				mi = 0,
+				s = 0,
+				ms = 0,
+				oh = 0,
+				om = 0,
+				sign = 0;
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+	if (!take_digits(&p, 4, &y) || *p++ != '-' ||
+		!take_digits(&p, 2, &mo) || *p++ != '-' ||
+		!take_digits(&p, 2, &d))
+		return false;
+	if (*p == ' ' || *p == 'T')
+	{
+		p++;
+		if (!take_digits(&p, 2, &h) || *p++ != ':' ||
+			!take_digits(&p, 2, &mi) || *p++ != ':' ||
+			!take_digits(&p, 2, &s))
+			return false;
+		if (*p == '.')
+		{
+			int			scale = 100;
+
+			p++;
+			if (*p < '0' || *p > '9')
+				return false;
+			/* digits below a millisecond must be zero */
+			for (; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			{
+				if (scale == 0 && *p != '0')
+					return false;
+				ms += (*p - '0') * scale;
+			}
+		}
+	}
+	if (*p == 'Z')
+		p++;
+	else if (*p == '+' || *p == '-')
+	{
+		sign = (*p++ == '-') ? -1 : 1;
+		if (!take_digits(&p, 2, &oh))
+			return false;
+		if (*p == ':' && (p++, !take_digits(&p, 2, &om)))
+			return false;
+	}
+	if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+		(mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) ||
+		h > 23 || mi > 59 || s > 59 || oh > 15 || om > 59)
+		return false;
+
+	*unix_ms = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s) -
+				sign * (oh * 3600 + om * 60)) * 1000 + ms;
+	return true;
+}
+
+static bool
+check_epoch(char **newval, void **extra, GucSource source)
+{
+	int64		unix_ms;
+
+	if (!flake_parse_epoch(*newval, &unix_ms))
+	{
+		GUC_check_errdetail("flake.epoch must be a UTC timestamp such as \"2015-01-01 00:00:00+00\".");
+		return false;
+	}
+	if (unix_ms < 0)
+	{
+		GUC_check_errdetail("flake.epoch must not be before 1970-01-01.");
+		return false;
+	}
+	return true;
+}
+
+static void
+assign_epoch(const char *newval, void *extra)
+{
+	(void) flake_parse_epoch(newval, &flake_epoch_unix_ms);
+}
+
+/*
+ * Parse a node list such as "0-511" or "3,8-15": comma-separated numbers
+ * and inclusive ranges, each inside [0, limit).  Calls add(lo, hi, arg) for
+ * each range when add is not NULL.  Returns NULL, or what is wrong.
+ */
+static const char *
+parse_nodes(const char *str, int64 limit,
+				  void (*add) (int64 lo, int64 hi, void *arg), void *arg)
+{
+	const char *p = str;
+
+	for (;;)
+	{
+		int64		lo,
+					hi;
+		char	   *end;
+
+		while (*p == ' ')
+			p++;
+		if (*p < '0' || *p > '9')
+			return "expected a node number or a range such as 0-511";
+		lo = strtoll(p, &end, 10);
+		p = end;
+		hi = lo;
+		while (*p == ' ')
+			p++;
+		if (*p == '-')
+		{
+			p++;
+			while (*p == ' ')
+				p++;
+			if (*p < '0' || *p > '9')
+				return "a range needs an upper end, as in 0-511";
+			hi = strtoll(p, &end, 10);
+			p = end;
+			while (*p == ' ')
+				p++;
+		}
+		if (lo > hi)
+			return "a range must not end below its start";
+		if (hi >= limit)
+			return "a node is outside the node space";
+		if (add)
+			add(lo, hi, arg);
+		if (*p == '\0')
+			return NULL;
+		if (*p++ != ',')
+			return "nodes are separated by commas";
+	}
+}
+
+static bool
+check_nodes(char **newval, void **extra, GucSource source)
+{
+	const char *problem;
+
+	if (**newval == '\0')
+		return true;
+	problem = parse_nodes(*newval, INT64CONST(1) << flake_node_bits, NULL, NULL);
+	if (problem)
+	{
+		GUC_check_errdetail("%s (flake.node_bits = %d allows nodes 0 to " INT64_FORMAT ").",
+							problem, flake_node_bits,
+							(INT64CONST(1) << flake_node_bits) - 1);
+		return false;
+	}
+	return true;
+}
+
+/* Parse a nodes setting known to be valid. */
+void
+flake_nodes_foreach(const char *str, int bits,
+					void (*add) (int64 lo, int64 hi, void *arg), void *arg)
+{
+	if (*str == '\0')
+		add(0, (INT64CONST(1) << bits) - 1, arg);
+	else
+		(void) parse_nodes(str, INT64CONST(1) << bits, add, arg);
+}
+
+/*
+ * Define the settings.  Called from _PG_init; the layout settings are
+ * defined before flake.nodes, whose check needs the node space.
+ */
+void
+flake_define_settings(void)
+{
+	DefineCustomStringVariable("flake.epoch",
+							   "Start of flake_next() timestamps.",
+							   "A UTC timestamp; ids count milliseconds from it.",
+							   &flake_epoch_string,
+							   "2015-01-01 00:00:00+00",
+							   PGC_POSTMASTER, 0,
+							   check_epoch, assign_epoch, NULL);
+	DefineCustomIntVariable("flake.node_bits",
+							"Bits of a flake_next() id that hold the node.",
+							NULL,
+							&flake_node_bits,
+							10, 0, FLAKE_MAX_NODE_BITS,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("flake.sequence_bits",
+							"Bits of a flake_next() id that hold the sequence within a millisecond.",
+							NULL,
+							&flake_sequence_bits,
+							12, 1, 63 - FLAKE_MIN_TIMESTAMP_BITS,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("flake.nodes",
+							   "Nodes this server may lease to flake_next(), such as 0-511 or 3,8-15.",
+							   "Empty means the whole node space. Servers that share keys need disjoint sets.",
+							   &flake_nodes_string,
+							   "",
+							   PGC_POSTMASTER, 0,
+							   check_nodes, NULL, NULL);
+	DefineCustomIntVariable("flake.max_borrow",
+							"How far flake_next() ids may run ahead of the clock.",
+							"When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
+							&flake_max_borrow_ms,
+							1000, 0, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	if (63 - flake_node_bits - flake_sequence_bits < FLAKE_MIN_TIMESTAMP_BITS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("flake.node_bits (%d) and flake.sequence_bits (%d) leave %d timestamp bits",
+						flake_node_bits, flake_sequence_bits,
+						63 - flake_node_bits - flake_sequence_bits),
+				 errdetail("A flake_next() id needs at least %d bits of timestamp (about 24 days of milliseconds); node and sequence bits may add up to at most %d.",
+						   FLAKE_MIN_TIMESTAMP_BITS, 63 - FLAKE_MIN_TIMESTAMP_BITS)));
+}

@@ -1,0 +1,318 @@
+/*-------------------------------------------------------------------------
+ *
+ * snowflake.c
+ *	  flake_next(): Snowflake ids on leased or explicit nodes, and decoding.
+ *
+ * An id is  0 | timestamp | node | sequence,  with flake.node_bits and
+ * flake.sequence_bits low bits (10 and 12 by default, the Discord and
+ * katsubushi layout) and milliseconds since flake.epoch above them.
+ *
+ * Each node's last issued (timestamp, sequence) is one atomic word in shared
+ * memory, advanced by compare-and-swap, so any mix of leased and explicit
+ * callers on one node gets distinct, increasing ids, and a backend on its
+ * own leased node takes no lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "flake.h"
+
+/* This backend's leased node, or -1. */
+static int	leased_node = -1;
+static uint64 leased_issued = 0;
+
+PG_FUNCTION_INFO_V1(flake_next);
+PG_FUNCTION_INFO_V1(flake_next_node);
+PG_FUNCTION_INFO_V1(flake_node);
+PG_FUNCTION_INFO_V1(flake_timestamp);
+PG_FUNCTION_INFO_V1(flake_node_of);
+PG_FUNCTION_INFO_V1(flake_sequence);
+PG_FUNCTION_INFO_V1(flake_decode);
+PG_FUNCTION_INFO_V1(flake_from_timestamp);
+PG_FUNCTION_INFO_V1(flake_lease_info);
+
+static inline int
+timestamp_bits(void)
+{
+	return 63 - flake_node_bits - flake_sequence_bits;
+}
+
+static void
+require_preloaded(void)
+{
+	if (flake_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("flake is not loaded through shared_preload_libraries"),
+				 errdetail("The id generators keep their state in shared memory, which must be set up at server start."),
+				 errhint("Add this line to postgresql.conf and restart the server:\n"
+						 "shared_preload_libraries = 'flake'")));
+}
+
+static void
+release_lease(int code, Datum arg)
+{
+	flake_release(&flake_shared->nodes[leased_node].node);
+	leased_node = -1;
+}
+
+static void
+lease_node(void)
+{
+	int			node = flake_lease(flake_shared->nodes, flake_shared->nnodes);
+
+	if (node < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("all nodes of flake.nodes are leased"),
+				 errdetail("Each backend that calls flake_next() holds a node until it exits; flake.nodes is \"%s\".",
+						   *flake_nodes_string ? flake_nodes_string : "the whole node space"),
+				 errhint("Widen flake.nodes, use fewer connections that generate ids, or pass an explicit node to flake_next(node).")));
+	leased_node = node;
+	leased_issued = 0;
+	before_shmem_exit(release_lease, (Datum) 0);
+}
+
+/*
+ * Issue the next id of a node.
+ *
+ * The next (timestamp, sequence) is the larger of the clock's millisecond
+ * with sequence 0 and the node's last one plus one: a used-up sequence, a
+ * clock that stepped back and a restart above the high-water mark all carry
+ * on from the last id, into later milliseconds.  Running more than
+ * flake.max_borrow ahead of the clock is not allowed: a node that got there
+ * by load waits for the clock; a node that is further ahead than load can
+ * explain (the clock went back) fails rather than drift.
+ */
+static int64
+snowflake_generate(int node_id)
+{
+	FlakeNode  *node = &flake_shared->nodes[node_id].node;
+	int			seq_bits = flake_sequence_bits;
+	int64		max_ts = (INT64CONST(1) << timestamp_bits()) - 1;
+	uint64		last = pg_atomic_read_u64(&node->last);
+	uint64		next;
+	int64		next_ts;
+
+	for (;;)
+	{
+		int64		now = flake_clock_unix_ms() - flake_epoch_unix_ms;
+		int64		ahead;
+
+		if (unlikely(now < 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the system clock is before flake.epoch (%s)",
+							flake_epoch_string)));
+
+		next = Max(last + 1, (uint64) now << seq_bits);
+		next_ts = (int64) (next >> seq_bits);
+		ahead = next_ts - now;
+
+		if (unlikely(ahead > flake_max_borrow_ms &&
+					 next_ts > (int64) (last >> seq_bits)))
+		{
+			if (ahead > flake_max_borrow_ms + FLAKE_HWM_CHUNK_MS)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("the system clock is " INT64_FORMAT " ms behind the last id of flake node %d",
+								ahead, node_id),
+						 errdetail("The clock went back (or the server restarted with an earlier clock). Ids continue from the last one issued, but at most flake.max_borrow (%d ms) ahead of the clock.",
+								   flake_max_borrow_ms),
+						 errhint("Check the server's time synchronization. Generation resumes when the clock catches up; a larger flake.max_borrow lets it continue sooner.")));
+			/* used up by load: wait for the clock */
+			pg_usleep(1000L);
+			CHECK_FOR_INTERRUPTS();
+			last = pg_atomic_read_u64(&node->last);
+			continue;
+		}
+
+		if (unlikely(next_ts > max_ts))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("flake_next() timestamp overflow"),
+					 errdetail("With flake.node_bits = %d and flake.sequence_bits = %d, ids hold %d bits of milliseconds since flake.epoch, which ran out at %s.",
+							   flake_node_bits, flake_sequence_bits, timestamp_bits(),
+							   timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms + max_ts)))));
+
+		if (unlikely(next_ts + flake_epoch_unix_ms >
+					 (int64) pg_atomic_read_u64(&flake_shared->snowflake_hwm.value)))
+			flake_hwm_extend(next_ts + flake_epoch_unix_ms);
+
+		if (pg_atomic_compare_exchange_u64(&node->last, &last, next))
+			break;
+	}
+
+	return (next_ts << (flake_node_bits + seq_bits)) |
+		((int64) node_id << seq_bits) |
+		(int64) (next & (((uint64) 1 << seq_bits) - 1));
+}
+
+Datum
+flake_next(PG_FUNCTION_ARGS)
+{
+	int64		id;
+
+	require_preloaded();
+	if (unlikely(leased_node < 0))
+		lease_node();
+	id = snowflake_generate(leased_node);
+	pg_atomic_write_u64(&flake_shared->nodes[leased_node].node.issued,
+						++leased_issued);
+	PG_RETURN_INT64(id);
+}
+
+Datum
+flake_next_node(PG_FUNCTION_ARGS)
+{
+	int32		node = PG_GETARG_INT32(0);
+
+	if (node < 0 || node >= (1 << flake_node_bits))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("node %d is out of range for flake_next()", node),
+				 errhint("flake.node_bits = %d allows nodes 0 to %d.",
+						 flake_node_bits, (1 << flake_node_bits) - 1)));
+	require_preloaded();
+	PG_RETURN_INT64(snowflake_generate(node));
+}
+
+Datum
+flake_node(PG_FUNCTION_ARGS)
+{
+	if (leased_node < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(leased_node);
+}
+
+static int64
+checked_id(int64 id)
+{
+	if (id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("value " INT64_FORMAT " is not a flake id", id),
+				 errhint("flake ids are non-negative.")));
+	return id;
+}
+
+static TimestampTz
+id_timestamp(int64 id)
+{
+	return flake_unix_ms_to_timestamptz(flake_epoch_unix_ms +
+										(id >> (flake_node_bits + flake_sequence_bits)));
+}
+
+static int32
+id_node(int64 id)
+{
+	return (int32) ((id >> flake_sequence_bits) & ((INT64CONST(1) << flake_node_bits) - 1));
+}
+
+static int32
+id_sequence(int64 id)
+{
+	return (int32) (id & ((INT64CONST(1) << flake_sequence_bits) - 1));
+}
+
+Datum
+flake_timestamp(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TIMESTAMPTZ(id_timestamp(checked_id(PG_GETARG_INT64(0))));
+}
+
+Datum
+flake_node_of(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(id_node(checked_id(PG_GETARG_INT64(0))));
+}
+
+Datum
+flake_sequence(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(id_sequence(checked_id(PG_GETARG_INT64(0))));
+}
+
+Datum
+flake_decode(PG_FUNCTION_ARGS)
+{
+	int64		id = checked_id(PG_GETARG_INT64(0));
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = TimestampTzGetDatum(id_timestamp(id));
+	values[1] = Int32GetDatum(id_node(id));
+	values[2] = Int32GetDatum(id_sequence(id));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}
+
+/*
+ * The smallest id of the timestamp's millisecond, so that
+ * "id >= flake_from_timestamp(t)" selects ids issued at or after t.
+ */
+Datum
+flake_from_timestamp(PG_FUNCTION_ARGS)
+{
+	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+	int64		max_ts = (INT64CONST(1) << timestamp_bits()) - 1;
+	int64		ms = 0;
+
+	if (!TIMESTAMP_NOT_FINITE(ts))
+		ms = ts / 1000 - (ts % 1000 < 0) + FLAKE_PG_EPOCH_UNIX_MS - flake_epoch_unix_ms;
+	if (TIMESTAMP_NOT_FINITE(ts) || ms < 0 || ms > max_ts)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp \"%s\" is out of range for flake ids",
+						pstrdup(timestamptz_to_str(ts))),
+				 errhint("flake ids cover %s to %s.",
+						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms))),
+						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms + max_ts))))));
+	PG_RETURN_INT64(ms << (flake_node_bits + flake_sequence_bits));
+}
+
+/*
+ * Rows of the flake_leases view: one per leased node.
+ */
+Datum
+flake_lease_info(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (flake_shared == NULL)
+		PG_RETURN_VOID();
+
+	for (int i = 0; i < flake_shared->nnodes; i++)
+	{
+		FlakeNode  *node = &flake_shared->nodes[i].node;
+		uint32		owner = pg_atomic_read_u32(&node->owner);
+		uint64		last = pg_atomic_read_u64(&node->last);
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+
+		if (owner == 0)
+			continue;
+		values[0] = CStringGetTextDatum("flake_next");
+		values[1] = Int32GetDatum(i);
+		values[2] = Int32GetDatum((int32) owner);
+		values[3] = TimestampTzGetDatum(node->leased_at);
+		values[4] = TimestampTzGetDatum(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms +
+																	 (int64) (last >> flake_sequence_bits)));
+		nulls[4] = (last == 0);
+		values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&node->issued));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_VOID();
+}
