@@ -24,10 +24,13 @@ _PG_init(void)
 
 	/*
 	 * Shared state can only be set up from shared_preload_libraries.  When
-	 * loaded later, the generators keep their state per backend instead.
+	 * loaded later, flake_next() refuses to run and ulidflake_next() keeps
+	 * its state per backend.  The prefix is reserved only then: reserving it
+	 * later would drop the server-start settings that decoding still reads.
 	 */
 	if (process_shared_preload_libraries_in_progress)
+	{
 		flake_shmem_init();
-
-	MarkGUCPrefixReserved("flake");
+		MarkGUCPrefixReserved("flake");
+	}
 }

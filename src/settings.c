@@ -8,10 +8,15 @@
  * generators could reissue ids.  flake.max_borrow only bounds how far ids
  * run ahead of the clock, so it can change on reload.
  *
+ * An invalid value of a custom setting would normally only draw a warning
+ * and leave the default in place; flake refuses to start instead, since a
+ * silently different layout or node set can produce colliding ids.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "flake.h"
@@ -25,6 +30,30 @@ int			flake_max_borrow_ms = 1000;
 
 /* Fewer timestamp bits than this would wrap within a few weeks. */
 #define FLAKE_MIN_TIMESTAMP_BITS 31
+
+/* The first value rejected while the settings were being defined. */
+static bool defining_settings = false;
+static char rejected_name[64];
+static char rejected_value[256];
+static char rejected_detail[256];
+
+/*
+ * Fail a check hook, and remember the first failure while the settings are
+ * being defined so that flake_define_settings() can refuse to go on.
+ */
+static bool
+reject(const char *name, const char *value)
+{
+	if (defining_settings && rejected_name[0] == '\0')
+	{
+		strlcpy(rejected_name, name, sizeof(rejected_name));
+		strlcpy(rejected_value, value, sizeof(rejected_value));
+		strlcpy(rejected_detail,
+				GUC_check_errdetail_string ? GUC_check_errdetail_string : "",
+				sizeof(rejected_detail));
+	}
+	return false;
+}
 
 /* Read exactly n decimal digits. */
 static bool
@@ -134,12 +163,12 @@ check_epoch(char **newval, void **extra, GucSource source)
 	if (!flake_parse_epoch(*newval, &unix_ms))
 	{
 		GUC_check_errdetail("flake.epoch must be a UTC timestamp such as \"2015-01-01 00:00:00+00\".");
-		return false;
+		return reject("flake.epoch", *newval);
 	}
 	if (unix_ms < 0)
 	{
 		GUC_check_errdetail("flake.epoch must not be before 1970-01-01.");
-		return false;
+		return reject("flake.epoch", *newval);
 	}
 	return true;
 }
@@ -214,9 +243,37 @@ check_nodes(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("%s (flake.node_bits = %d allows nodes 0 to " INT64_FORMAT ").",
 							problem, flake_node_bits,
 							(INT64CONST(1) << flake_node_bits) - 1);
-		return false;
+		return reject("flake.nodes", *newval);
 	}
 	return true;
+}
+
+/*
+ * Range checks of the bit counts.  They are check hooks rather than the
+ * settings' min and max, so that a bad value stops the server (see reject).
+ */
+static bool
+check_bits(const char *name, int value, int min, int max)
+{
+	char		text[32];
+
+	if (value >= min && value <= max)
+		return true;
+	GUC_check_errdetail("%s must be between %d and %d.", name, min, max);
+	snprintf(text, sizeof(text), "%d", value);
+	return reject(name, text);
+}
+
+static bool
+check_node_bits(int *newval, void **extra, GucSource source)
+{
+	return check_bits("flake.node_bits", *newval, 0, FLAKE_MAX_NODE_BITS);
+}
+
+static bool
+check_sequence_bits(int *newval, void **extra, GucSource source)
+{
+	return check_bits("flake.sequence_bits", *newval, 1, 63 - FLAKE_MIN_TIMESTAMP_BITS);
 }
 
 /* Parse a nodes setting known to be valid. */
@@ -231,40 +288,87 @@ flake_nodes_foreach(const char *str, int bits,
 }
 
 /*
- * Define the settings.  Called from _PG_init; the layout settings are
- * defined before flake.nodes, whose check needs the node space.
+ * Without preloading, the server-start settings cannot be defined (a backend
+ * may not create PGC_POSTMASTER settings), but decoding still needs the
+ * layout: take the values from postgresql.conf, checked the same way.
+ */
+static void
+read_postmaster_settings(void)
+{
+	const char *value;
+	char	   *copy;
+	int			bits;
+
+	if ((value = GetConfigOption("flake.epoch", true, false)) != NULL)
+	{
+		copy = pstrdup(value);
+		if (check_epoch(&copy, NULL, PGC_S_FILE))
+			assign_epoch(copy, NULL);
+		flake_epoch_string = copy;
+	}
+	else
+		flake_epoch_string = "2015-01-01 00:00:00+00";
+	if ((value = GetConfigOption("flake.node_bits", true, false)) != NULL)
+	{
+		if (!parse_int(value, &bits, 0, NULL))
+			bits = -1;
+		if (check_node_bits(&bits, NULL, PGC_S_FILE))
+			flake_node_bits = bits;
+	}
+	if ((value = GetConfigOption("flake.sequence_bits", true, false)) != NULL)
+	{
+		if (!parse_int(value, &bits, 0, NULL))
+			bits = -1;
+		if (check_sequence_bits(&bits, NULL, PGC_S_FILE))
+			flake_sequence_bits = bits;
+	}
+	copy = pstrdup((value = GetConfigOption("flake.nodes", true, false)) ? value : "");
+	if (check_nodes(&copy, NULL, PGC_S_FILE))
+		flake_nodes_string = copy;
+}
+
+/*
+ * Define the settings, from _PG_init.  The layout settings come before
+ * flake.nodes, whose check needs the node space.  Any invalid value is an
+ * error here, which stops a server that preloads flake from starting.
  */
 void
 flake_define_settings(void)
 {
-	DefineCustomStringVariable("flake.epoch",
-							   "Start of flake_next() timestamps.",
-							   "A UTC timestamp; ids count milliseconds from it.",
-							   &flake_epoch_string,
-							   "2015-01-01 00:00:00+00",
-							   PGC_POSTMASTER, 0,
-							   check_epoch, assign_epoch, NULL);
-	DefineCustomIntVariable("flake.node_bits",
-							"Bits of a flake_next() id that hold the node.",
-							NULL,
-							&flake_node_bits,
-							10, 0, FLAKE_MAX_NODE_BITS,
-							PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("flake.sequence_bits",
-							"Bits of a flake_next() id that hold the sequence within a millisecond.",
-							NULL,
-							&flake_sequence_bits,
-							12, 1, 63 - FLAKE_MIN_TIMESTAMP_BITS,
-							PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
-	DefineCustomStringVariable("flake.nodes",
-							   "Nodes this server may lease to flake_next(), such as 0-511 or 3,8-15.",
-							   "Empty means the whole node space. Servers that share keys need disjoint sets.",
-							   &flake_nodes_string,
-							   "",
-							   PGC_POSTMASTER, 0,
-							   check_nodes, NULL, NULL);
+	defining_settings = true;
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomStringVariable("flake.epoch",
+								   "Start of flake_next() timestamps.",
+								   "A UTC timestamp; ids count milliseconds from it.",
+								   &flake_epoch_string,
+								   "2015-01-01 00:00:00+00",
+								   PGC_POSTMASTER, 0,
+								   check_epoch, assign_epoch, NULL);
+		DefineCustomIntVariable("flake.node_bits",
+								"Bits of a flake_next() id that hold the node.",
+								NULL,
+								&flake_node_bits,
+								10, 0, 63,
+								PGC_POSTMASTER, 0,
+								check_node_bits, NULL, NULL);
+		DefineCustomIntVariable("flake.sequence_bits",
+								"Bits of a flake_next() id that hold the sequence within a millisecond.",
+								NULL,
+								&flake_sequence_bits,
+								12, 0, 63,
+								PGC_POSTMASTER, 0,
+								check_sequence_bits, NULL, NULL);
+		DefineCustomStringVariable("flake.nodes",
+								   "Nodes this server may lease to flake_next(), such as 0-511 or 3,8-15.",
+								   "Empty means the whole node space. Servers that share keys need disjoint sets.",
+								   &flake_nodes_string,
+								   "",
+								   PGC_POSTMASTER, 0,
+								   check_nodes, NULL, NULL);
+	}
+	else
+		read_postmaster_settings();
 	DefineCustomIntVariable("flake.max_borrow",
 							"How far flake_next() ids may run ahead of the clock.",
 							"When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
@@ -272,7 +376,15 @@ flake_define_settings(void)
 							1000, 0, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	defining_settings = false;
 
+	if (rejected_name[0] != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for parameter \"%s\": \"%s\"",
+						rejected_name, rejected_value),
+				 errdetail_internal("%s", rejected_detail),
+				 errhint("Correct it in postgresql.conf; flake does not start with a layout or node set other than the one configured.")));
 	if (63 - flake_node_bits - flake_sequence_bits < FLAKE_MIN_TIMESTAMP_BITS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
