@@ -7,7 +7,7 @@
 EXTENSION = flake
 MODULE_big = flake
 OBJS = src/flake.o src/settings.o src/shmem.o src/highwater.o src/lease.o \
-	src/entropy.o src/ulid_text.o src/ulidflake.o src/snowflake.o
+	src/clock.o src/entropy.o src/ulid_text.o src/ulidflake.o src/snowflake.o
 DATA = sql/flake--1.0.sql
 PGFILEDESC = "flake - time-ordered 64-bit keys"
 

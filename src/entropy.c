@@ -1,13 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * entropy.c
- *	  Buffered cryptographically strong randomness, and the wall clock.
+ *	  Buffered cryptographically strong randomness.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <time.h>
 
 #include "flake.h"
 
@@ -24,13 +22,4 @@ flake_random_refill(void)
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate random values")));
 	flake_random_pos = 0;
-}
-
-int64
-flake_clock_unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -113,7 +113,7 @@ flake_random_byte(void)
 	return flake_random_buf[flake_random_pos++];
 }
 
-/* Wall clock in milliseconds since the Unix epoch. */
+/* clock.c: wall clock in milliseconds since the Unix epoch */
 extern int64 flake_clock_unix_ms(void);
 
 /* Convert Unix milliseconds to a timestamptz and back. */
