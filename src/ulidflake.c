@@ -114,6 +114,9 @@ ulidflake_from_bigint(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(value);
 }
 
+/* 24 random bits, drawn only when a new millisecond starts. */
+#define ULID_FRESH_UNDRAWN	UINT32_MAX
+
 /*
  * The value to issue after last, given the clock and a random step in
  * [1, 255].  A clock at or behind last's millisecond (same millisecond, or
@@ -123,12 +126,17 @@ ulidflake_from_bigint(PG_FUNCTION_ARGS)
  * do.  The scalable form steps above its sid bits and then puts the sid in.
  */
 static inline uint64
-ulid_successor(uint64 last, int64 now_ms, int sid, uint8 step, uint32 fresh)
+ulid_successor(uint64 last, int64 now_ms, int sid, uint8 step, uint32 *fresh)
 {
 	if (now_ms > (int64) (last >> ULID_ENTROPY_BITS))
 	{
-		uint64		entropy = fresh & ((1 << ULID_ENTROPY_BITS) - 1);
+		uint64		entropy;
 
+		if (*fresh == ULID_FRESH_UNDRAWN)
+			*fresh = (uint32) flake_random_byte() << 16 |
+				(uint32) flake_random_byte() << 8 |
+				flake_random_byte();
+		entropy = *fresh & ((1 << ULID_ENTROPY_BITS) - 1);
 		if (sid != ULID_STANDALONE)
 			entropy = (entropy & ~(uint64) ULID_MAX_SID) | (uint64) sid;
 		return ((uint64) now_ms << ULID_ENTROPY_BITS) | entropy;
@@ -143,7 +151,7 @@ ulid_generate(int sid)
 {
 	int64		now_ms = flake_clock_unix_ms() - ULID_EPOCH_UNIX_MS;
 	uint8		step;
-	uint32		fresh;
+	uint32		fresh = ULID_FRESH_UNDRAWN;
 	uint64		next;
 
 	if (now_ms < 0 || now_ms >= (INT64CONST(1) << ULID_TIME_BITS))
@@ -156,13 +164,10 @@ ulid_generate(int sid)
 	do
 		step = flake_random_byte();
 	while (step == 0);
-	fresh = (uint32) flake_random_byte() << 16 |
-		(uint32) flake_random_byte() << 8 |
-		flake_random_byte();
 
 	if (flake_shared == NULL)
 	{
-		next = ulid_successor(ulid_local_last, now_ms, sid, step, fresh);
+		next = ulid_successor(ulid_local_last, now_ms, sid, step, &fresh);
 		if ((int64) next >= 0)
 			ulid_local_last = next;
 	}
@@ -171,7 +176,7 @@ ulid_generate(int sid)
 		uint64		last = pg_atomic_read_u64(&flake_shared->ulid_last.value);
 
 		do
-			next = ulid_successor(last, now_ms, sid, step, fresh);
+			next = ulid_successor(last, now_ms, sid, step, &fresh);
 		while ((int64) next >= 0 &&
 			   !pg_atomic_compare_exchange_u64(&flake_shared->ulid_last.value,
 											   &last, next));
