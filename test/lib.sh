@@ -45,9 +45,10 @@ flake_build_packages() {
 	echo make gcc "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
 }
 
-# Build and install the extension into PostgreSQL's directories.
+# Build and install the extension into PostgreSQL's directories: those of
+# $PG_CONFIG when set (another installation), else of Debian's $PG_MAJOR.
 flake_build_install() {
-	local pg_config=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
+	local pg_config=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
 	make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" || flake_die "build failed"
 	if [ -w "$($pg_config --pkglibdir)" ] && [ -w "$($pg_config --sharedir)/extension" ]; then
 		make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" install
