@@ -7,7 +7,8 @@
 EXTENSION = flake
 MODULE_big = flake
 OBJS = src/flake.o src/settings.o src/shmem.o src/highwater.o src/lease.o \
-	src/clock.o src/entropy.o src/ulid_text.o src/ulidflake.o src/snowflake.o
+	src/clock.o src/entropy.o src/ulid_text.o src/ulidflake.o src/snowflake.o \
+	src/sparx.o src/randflake_text.o src/randflake.o
 DATA = sql/flake--1.0.sql
 PGFILEDESC = "flake - time-ordered 64-bit keys"
 
@@ -17,7 +18,7 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 
 # SQL behaviour, against a temporary instance with flake preloaded
 TEST_CONF = --temp-config=test/flake.conf --encoding=UTF8 --no-locale
-REGRESS = ulidflake ulidflake_index flake
+REGRESS = ulidflake ulidflake_index flake randflake
 REGRESS_OPTS = --temp-instance=tmp_check_regress $(TEST_CONF)
 ISOLATION = ulidflake_interleave flake_interleave
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_isolation $(TEST_CONF)
@@ -47,4 +48,11 @@ demo:
 bench:
 	test/bench/run
 
-.PHONY: check-regress check-isolation check-tap test demo bench
+.PHONY: check-regress check-isolation check-tap check-unit test demo bench
+
+# C unit tests of the plain-C parts, against the vectors in test/data
+UNIT_TESTS = test/unit/test_randflake
+test/unit/test_randflake.bin: test/unit/test_randflake.c src/sparx.c src/sparx.h
+	$(CC) -Wall -Wextra -O2 -Isrc -o $@ test/unit/test_randflake.c src/sparx.c
+check-unit: $(UNIT_TESTS:=.bin)
+	@for t in $^; do ./$$t test/data || exit 1; done

@@ -175,6 +175,37 @@ CREATE FUNCTION flake_from_timestamp(timestamptz) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 ------------------------------------------------------------------------
+-- Randflake ids: bigint, Sparx-64/128 encryption of
+-- seconds since 1730000000 | node | sequence (gosuda/randflake v1.8.0)
+------------------------------------------------------------------------
+
+CREATE FUNCTION randflake_next() RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION randflake_next() IS 'next Randflake id, encrypted with flake.randflake_secret';
+
+-- with the server's secret: not for everyone, since it reveals when and
+-- where ids were made; GRANT EXECUTE to roles that may know.  Parallel
+-- restricted: parallel workers do not receive the secret.
+CREATE FUNCTION randflake_decode(id bigint, OUT ts timestamptz, OUT node integer, OUT sequence integer)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+REVOKE EXECUTE ON FUNCTION randflake_decode(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION randflake_decode(bigint) IS 'time, node and sequence of a Randflake id, decrypted with the server''s secret';
+CREATE FUNCTION randflake_decode(id bigint, secret bytea, OUT ts timestamptz, OUT node integer, OUT sequence integer)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'randflake_decode_key'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION randflake_decode(bigint, bytea) IS 'time, node and sequence of a Randflake id, decrypted with the given 16-byte key';
+
+-- the reference codec: base-32 digits 0-9a-v of the unsigned 64 bits
+CREATE FUNCTION randflake_encode(bigint) RETURNS text
+	AS 'MODULE_PATHNAME', 'randflake_encode_sql'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION randflake_parse(text) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'randflake_parse_sql'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+------------------------------------------------------------------------
 -- Operations
 ------------------------------------------------------------------------
 

@@ -29,4 +29,19 @@
 	} while (0)
 #endif
 
+/*
+ * Memory of setting values and their "extra": PostgreSQL 16 keeps it in a
+ * memory context of its own and exports functions for it; before, it is
+ * plain malloc.
+ */
+#if PG_VERSION_NUM >= 160000
+#define flake_guc_malloc(size) guc_malloc(LOG, size)
+#define flake_guc_strdup(str) guc_strdup(LOG, str)
+#define flake_guc_free(ptr) guc_free(ptr)
+#else
+#define flake_guc_malloc(size) malloc(size)
+#define flake_guc_strdup(str) strdup(str)
+#define flake_guc_free(ptr) free(ptr)
+#endif
+
 #endif							/* FLAKE_COMPAT_H */

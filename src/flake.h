@@ -22,22 +22,29 @@
  */
 #define FLAKE_MAX_NODE_BITS 16
 
-/* How far ahead of issued timestamps the high-water mark is persisted. */
+/*
+ * How far ahead of issued timestamps the high-water marks are persisted:
+ * one fsync per chunk under steady load, and after a restart ids may carry
+ * a timestamp up to a chunk ahead of the clock.
+ */
 #define FLAKE_HWM_CHUNK_MS 1000
+#define FLAKE_HWM_CHUNK_S 10
 
 /*
- * One node of the Snowflake node space.  Each node sits on a cache line of
- * its own, so that backends generating on different nodes do not contend.
+ * One node of a family's node space.  The Snowflake family has one for
+ * every node, each on a cache line of its own so that backends generating
+ * on different nodes do not contend; the Randflake family has one for each
+ * node of flake.randflake_nodes, packed, since only its holder writes it.
  */
 typedef struct FlakeNode
 {
-	/* (timestamp << sequence_bits) | sequence of the last id issued */
+	/* (timestamp << sequence bits) | sequence of the last id issued */
 	pg_atomic_uint64 last;
 	/* ids issued under the current lease; written by the holder only */
 	pg_atomic_uint64 issued;
-	pg_atomic_uint32 owner;		/* pid of the leasing backend, or 0 */
-	bool		leasable;		/* in the family's set of leasable nodes */
 	TimestampTz leased_at;
+	pg_atomic_uint32 owner;		/* pid of the leasing backend, or 0 */
+	int32		id;				/* node id, or -1 when it is not leasable */
 } FlakeNode;
 
 typedef union FlakeNodePadded
@@ -60,26 +67,41 @@ typedef struct FlakeSharedState
 	}			ulid_last;
 	union
 	{
-		/* Unix ms: no flake_next() id beyond it was issued; persisted */
-		pg_atomic_uint64 value;
+		/* the persisted high-water marks; only ids at or below them exist */
+		struct
+		{
+			pg_atomic_uint64 snowflake_ms;	/* Unix ms */
+			pg_atomic_uint64 randflake_s;	/* Unix seconds */
+		}			value;
 		char		pad[PG_CACHE_LINE_SIZE];
-	}			snowflake_hwm;
+	}			hwm;
 	LWLock	   *lock;
+	/* Unix seconds: the randflake high-water mark when the server started */
+	int64		randflake_floor_s;
 	int			nnodes;			/* 1 << flake.node_bits */
+	int			nrandflake;		/* nodes in flake.randflake_nodes */
+	FlakeNode  *randflake;		/* those nodes, in shared memory too */
 	FlakeNodePadded nodes[FLEXIBLE_ARRAY_MEMBER];
 } FlakeSharedState;
 
 /* shmem.c */
 extern FlakeSharedState *flake_shared;
 extern void flake_shmem_init(void);
+extern void flake_require_shared(void);
 
 /* lease.c */
-extern int	flake_lease(FlakeNodePadded *nodes, int count);
+extern FlakeNode *flake_lease(FlakeNode *first, Size stride, int count);
 extern void flake_release(FlakeNode *node);
 
 /* highwater.c */
-extern int64 flake_hwm_read(void);
-extern void flake_hwm_extend(int64 unix_ms);
+typedef enum FlakeHwm
+{
+	FLAKE_HWM_SNOWFLAKE,		/* flake_next(): Unix ms */
+	FLAKE_HWM_RANDFLAKE			/* randflake_next(): Unix seconds */
+} FlakeHwm;
+
+extern void flake_hwm_read(int64 *snowflake_unix_ms, int64 *randflake_unix_s);
+extern void flake_hwm_extend(FlakeHwm which, int64 value);
 
 /* settings.c */
 extern char *flake_epoch_string;
@@ -87,9 +109,11 @@ extern int64 flake_epoch_unix_ms;
 extern int	flake_node_bits;
 extern int	flake_sequence_bits;
 extern char *flake_nodes_string;
+extern char *flake_randflake_nodes_string;
 extern int	flake_max_borrow_ms;
 extern void flake_define_settings(void);
 extern bool flake_parse_epoch(const char *str, int64 *unix_ms);
+extern int64 flake_nodes_count(const char *str, int bits);
 extern void flake_nodes_foreach(const char *str, int bits,
 								void (*add) (int64 lo, int64 hi, void *arg),
 								void *arg);
@@ -112,6 +136,9 @@ flake_random_byte(void)
 		flake_random_refill();
 	return flake_random_buf[flake_random_pos++];
 }
+
+/* randflake.c */
+extern void flake_define_randflake_secret(void);
 
 /* clock.c: wall clock in milliseconds since the Unix epoch */
 extern int64 flake_clock_unix_ms(void);

@@ -3,8 +3,8 @@
  * highwater.c
  *	  The persisted high-water mark of issued timestamps.
  *
- * Before an id with a timestamp beyond the high-water mark is returned, the
- * mark is moved FLAKE_HWM_CHUNK_MS further ahead and written to a small file
+ * Before an id with a timestamp beyond its family's high-water mark is
+ * returned, the mark is moved a chunk further ahead and written to a small file
  * in the data directory (as sequences log ahead of the values they hand
  * out).  After a restart or crash, generation resumes above the mark, so
  * no id is reissued even when the clock has been set back meanwhile.  One
@@ -24,13 +24,14 @@
 #include "flake.h"
 
 #define FLAKE_HWM_FILE		"flake.hwm"
-#define FLAKE_HWM_MAGIC		0x464C4B31	/* "FLK1" */
+#define FLAKE_HWM_MAGIC		0x464C4B32	/* "FLK2" */
 
 typedef struct FlakeHwmFile
 {
 	uint32		magic;
 	uint32		reserved;
 	int64		snowflake_unix_ms;	/* no flake_next() id beyond this */
+	int64		randflake_unix_s;	/* no randflake_next() id beyond this */
 	pg_crc32c	crc;			/* of the fields above */
 } FlakeHwmFile;
 
@@ -46,22 +47,24 @@ hwm_crc(const FlakeHwmFile *data)
 }
 
 /*
- * Read the high-water mark (Unix ms; 0 when no file exists yet).  Called in
- * the postmaster while it creates shared memory.  A damaged file stops the
+ * Read the high-water marks (0 when no file exists yet).  Called in the
+ * postmaster while it creates shared memory.  A damaged file stops the
  * server: without it, ids issued before could be issued again.
  */
-int64
-flake_hwm_read(void)
+void
+flake_hwm_read(int64 *snowflake_unix_ms, int64 *randflake_unix_s)
 {
 	FlakeHwmFile data;
 	int			fd;
 	int			nread;
 
+	*snowflake_unix_ms = 0;
+	*randflake_unix_s = 0;
 	fd = OpenTransientFile(FLAKE_HWM_FILE, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
 		if (errno == ENOENT)
-			return 0;
+			return;
 		ereport(FATAL,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", FLAKE_HWM_FILE)));
@@ -76,11 +79,12 @@ flake_hwm_read(void)
 				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_FILE),
 				 errdetail("It records the newest timestamp flake may have issued; without it, ids could repeat."),
 				 errhint("If the system clock is known to be past every issued id, remove the file and start the server again.")));
-	return data.snowflake_unix_ms;
+	*snowflake_unix_ms = data.snowflake_unix_ms;
+	*randflake_unix_s = data.randflake_unix_s;
 }
 
 static void
-hwm_write(int64 snowflake_unix_ms)
+hwm_write(int64 snowflake_unix_ms, int64 randflake_unix_s)
 {
 	FlakeHwmFile data;
 	int			fd;
@@ -89,6 +93,7 @@ hwm_write(int64 snowflake_unix_ms)
 	memset(&data, 0, sizeof(data));
 	data.magic = FLAKE_HWM_MAGIC;
 	data.snowflake_unix_ms = snowflake_unix_ms;
+	data.randflake_unix_s = randflake_unix_s;
 	data.crc = hwm_crc(&data);
 
 	fd = OpenTransientFile(FLAKE_HWM_FILE, O_WRONLY | PG_BINARY);
@@ -123,20 +128,28 @@ hwm_write(int64 snowflake_unix_ms)
 }
 
 /*
- * Make sure the persisted mark covers unix_ms before an id with that
- * timestamp is returned.
+ * Make sure the persisted mark of a family covers value (its timestamp unit)
+ * before an id with that timestamp is returned.
  */
 void
-flake_hwm_extend(int64 unix_ms)
+flake_hwm_extend(FlakeHwm which, int64 value)
 {
+	pg_atomic_uint64 *snowflake = &flake_shared->hwm.value.snowflake_ms;
+	pg_atomic_uint64 *randflake = &flake_shared->hwm.value.randflake_s;
+	pg_atomic_uint64 *mark = which == FLAKE_HWM_SNOWFLAKE ? snowflake : randflake;
+
 	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
 	/* another backend may have moved it while we waited */
-	if ((int64) pg_atomic_read_u64(&flake_shared->snowflake_hwm.value) < unix_ms)
+	if ((int64) pg_atomic_read_u64(mark) < value)
 	{
-		int64		mark = unix_ms + FLAKE_HWM_CHUNK_MS;
+		int64		next = value + (which == FLAKE_HWM_SNOWFLAKE ?
+									FLAKE_HWM_CHUNK_MS : FLAKE_HWM_CHUNK_S);
 
-		hwm_write(mark);
-		pg_atomic_write_u64(&flake_shared->snowflake_hwm.value, mark);
+		if (which == FLAKE_HWM_SNOWFLAKE)
+			hwm_write(next, (int64) pg_atomic_read_u64(randflake));
+		else
+			hwm_write((int64) pg_atomic_read_u64(snowflake), next);
+		pg_atomic_write_u64(mark, next);
 	}
 	LWLockRelease(flake_shared->lock);
 }

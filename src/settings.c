@@ -20,12 +20,14 @@
 #include "utils/guc.h"
 
 #include "flake.h"
+#include "sparx.h"
 
 char	   *flake_epoch_string = NULL;
 int64		flake_epoch_unix_ms = INT64CONST(1420070400000);	/* 2015-01-01 */
 int			flake_node_bits = 10;
 int			flake_sequence_bits = 12;
 char	   *flake_nodes_string = NULL;
+char	   *flake_randflake_nodes_string = NULL;
 int			flake_max_borrow_ms = 1000;
 
 /* Fewer timestamp bits than this would wrap within a few weeks. */
@@ -181,14 +183,16 @@ assign_epoch(const char *newval, void *extra)
 
 /*
  * Parse a node list such as "0-511" or "3,8-15": comma-separated numbers
- * and inclusive ranges, each inside [0, limit).  Calls add(lo, hi, arg) for
- * each range when add is not NULL.  Returns NULL, or what is wrong.
+ * and inclusive ranges, each inside [0, limit), in increasing order without
+ * overlap (so that no node can be handed out twice).  Calls add(lo, hi, arg)
+ * for each range when add is not NULL.  Returns NULL, or what is wrong.
  */
 static const char *
 parse_nodes(const char *str, int64 limit,
-				  void (*add) (int64 lo, int64 hi, void *arg), void *arg)
+			void (*add) (int64 lo, int64 hi, void *arg), void *arg)
 {
 	const char *p = str;
+	int64		prev_hi = -1;
 
 	for (;;)
 	{
@@ -221,6 +225,9 @@ parse_nodes(const char *str, int64 limit,
 			return "a range must not end below its start";
 		if (hi >= limit)
 			return "a node is outside the node space";
+		if (lo <= prev_hi)
+			return "nodes must be listed in increasing order, without overlap";
+		prev_hi = hi;
 		if (add)
 			add(lo, hi, arg);
 		if (*p == '\0')
@@ -230,22 +237,39 @@ parse_nodes(const char *str, int64 limit,
 	}
 }
 
+/*
+ * Check a node list against a node space of the given bits; space names
+ * that space in the message.
+ */
 static bool
-check_nodes(char **newval, void **extra, GucSource source)
+check_node_list(const char *name, const char *value, int bits, const char *space)
 {
 	const char *problem;
 
-	if (**newval == '\0')
+	if (*value == '\0')
 		return true;
-	problem = parse_nodes(*newval, INT64CONST(1) << flake_node_bits, NULL, NULL);
-	if (problem)
-	{
-		GUC_check_errdetail("%s (flake.node_bits = %d allows nodes 0 to " INT64_FORMAT ").",
-							problem, flake_node_bits,
-							(INT64CONST(1) << flake_node_bits) - 1);
-		return reject("flake.nodes", *newval);
-	}
-	return true;
+	problem = parse_nodes(value, INT64CONST(1) << bits, NULL, NULL);
+	if (problem == NULL)
+		return true;
+	GUC_check_errdetail("%s (%s allows nodes 0 to " INT64_FORMAT ").",
+						problem, space, (INT64CONST(1) << bits) - 1);
+	return reject(name, value);
+}
+
+static bool
+check_nodes(char **newval, void **extra, GucSource source)
+{
+	char		space[32];
+
+	snprintf(space, sizeof(space), "flake.node_bits = %d", flake_node_bits);
+	return check_node_list("flake.nodes", *newval, flake_node_bits, space);
+}
+
+static bool
+check_randflake_nodes(char **newval, void **extra, GucSource source)
+{
+	return check_node_list("flake.randflake_nodes", *newval,
+						   RANDFLAKE_NODE_BITS, "the randflake layout");
 }
 
 /*
@@ -276,7 +300,23 @@ check_sequence_bits(int *newval, void **extra, GucSource source)
 	return check_bits("flake.sequence_bits", *newval, 1, 63 - FLAKE_MIN_TIMESTAMP_BITS);
 }
 
-/* Parse a nodes setting known to be valid. */
+static void
+count_range(int64 lo, int64 hi, void *arg)
+{
+	*(int64 *) arg += hi - lo + 1;
+}
+
+/* The number of nodes in a nodes setting known to be valid. */
+int64
+flake_nodes_count(const char *str, int bits)
+{
+	int64		count = 0;
+
+	flake_nodes_foreach(str, bits, count_range, &count);
+	return count;
+}
+
+/* Parse a nodes setting known to be valid; empty means every node. */
 void
 flake_nodes_foreach(const char *str, int bits,
 					void (*add) (int64 lo, int64 hi, void *arg), void *arg)
@@ -366,9 +406,17 @@ flake_define_settings(void)
 								   "",
 								   PGC_POSTMASTER, 0,
 								   check_nodes, NULL, NULL);
+		DefineCustomStringVariable("flake.randflake_nodes",
+								   "Nodes this server may lease to randflake_next(), such as 0-1023.",
+								   "Servers that share a secret need disjoint sets.",
+								   &flake_randflake_nodes_string,
+								   "0-131071",
+								   PGC_POSTMASTER, 0,
+								   check_randflake_nodes, NULL, NULL);
 	}
 	else
 		read_postmaster_settings();
+	flake_define_randflake_secret();
 	DefineCustomIntVariable("flake.max_borrow",
 							"How far flake_next() ids may run ahead of the clock.",
 							"When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",

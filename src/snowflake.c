@@ -37,24 +37,11 @@ PG_FUNCTION_INFO_V1(flake_node_of);
 PG_FUNCTION_INFO_V1(flake_sequence);
 PG_FUNCTION_INFO_V1(flake_decode);
 PG_FUNCTION_INFO_V1(flake_from_timestamp);
-PG_FUNCTION_INFO_V1(flake_lease_info);
 
 static inline int
 timestamp_bits(void)
 {
 	return 63 - flake_node_bits - flake_sequence_bits;
-}
-
-static void
-require_preloaded(void)
-{
-	if (flake_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("flake is not loaded through shared_preload_libraries"),
-				 errdetail("The id generators keep their state in shared memory, which must be set up at server start."),
-				 errhint("Add this line to postgresql.conf and restart the server:\n"
-						 "shared_preload_libraries = 'flake'")));
 }
 
 static void
@@ -67,16 +54,18 @@ release_lease(int code, Datum arg)
 static void
 lease_node(void)
 {
-	int			node = flake_lease(flake_shared->nodes, flake_shared->nnodes);
+	FlakeNode  *node = flake_lease(&flake_shared->nodes[0].node,
+								   sizeof(FlakeNodePadded),
+								   flake_shared->nnodes);
 
-	if (node < 0)
+	if (node == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("all nodes of flake.nodes are leased"),
 				 errdetail("Each backend that calls flake_next() holds a node until it exits; flake.nodes is \"%s\".",
 						   *flake_nodes_string ? flake_nodes_string : "the whole node space"),
 				 errhint("Widen flake.nodes, use fewer connections that generate ids, or pass an explicit node to flake_next(node).")));
-	leased_node = node;
+	leased_node = node->id;
 	leased_issued = 0;
 	before_shmem_exit(release_lease, (Datum) 0);
 }
@@ -144,8 +133,8 @@ snowflake_generate(int node_id)
 							   timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms + max_ts)))));
 
 		if (unlikely(next_ts + flake_epoch_unix_ms >
-					 (int64) pg_atomic_read_u64(&flake_shared->snowflake_hwm.value)))
-			flake_hwm_extend(next_ts + flake_epoch_unix_ms);
+					 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.snowflake_ms)))
+			flake_hwm_extend(FLAKE_HWM_SNOWFLAKE, next_ts + flake_epoch_unix_ms);
 
 		if (pg_atomic_compare_exchange_u64(&node->last, &last, next))
 			break;
@@ -161,7 +150,7 @@ flake_next(PG_FUNCTION_ARGS)
 {
 	int64		id;
 
-	require_preloaded();
+	flake_require_shared();
 	if (unlikely(leased_node < 0))
 		lease_node();
 	id = snowflake_generate(leased_node);
@@ -181,7 +170,7 @@ flake_next_node(PG_FUNCTION_ARGS)
 				 errmsg("node %d is out of range for flake_next()", node),
 				 errhint("flake.node_bits = %d allows nodes 0 to %d.",
 						 flake_node_bits, (1 << flake_node_bits) - 1)));
-	require_preloaded();
+	flake_require_shared();
 	PG_RETURN_INT64(snowflake_generate(node));
 }
 
@@ -280,39 +269,4 @@ flake_from_timestamp(PG_FUNCTION_ARGS)
 						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms))),
 						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms + max_ts))))));
 	PG_RETURN_INT64(ms << (flake_node_bits + flake_sequence_bits));
-}
-
-/*
- * Rows of the flake_leases view: one per leased node.
- */
-Datum
-flake_lease_info(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	InitMaterializedSRF(fcinfo, 0);
-	if (flake_shared == NULL)
-		PG_RETURN_VOID();
-
-	for (int i = 0; i < flake_shared->nnodes; i++)
-	{
-		FlakeNode  *node = &flake_shared->nodes[i].node;
-		uint32		owner = pg_atomic_read_u32(&node->owner);
-		uint64		last = pg_atomic_read_u64(&node->last);
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
-
-		if (owner == 0)
-			continue;
-		values[0] = CStringGetTextDatum("flake_next");
-		values[1] = Int32GetDatum(i);
-		values[2] = Int32GetDatum((int32) owner);
-		values[3] = TimestampTzGetDatum(node->leased_at);
-		values[4] = TimestampTzGetDatum(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms +
-																	 (int64) (last >> flake_sequence_bits)));
-		nulls[4] = (last == 0);
-		values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&node->issued));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	PG_RETURN_VOID();
 }

@@ -7,30 +7,17 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-my ($libfaketime) = grep { -e } glob('/usr/lib/*/faketime/libfaketime.so.1');
-BAIL_OUT('libfaketime is missing (Debian package libfaketime)') unless $libfaketime;
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeClock;
 
 my $node = PostgreSQL::Test::Cluster->new('flake_clock');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'\nflake.max_borrow = '60s'\nrestart_after_crash = on\n");
 
-# every process started from here on (server, psql) runs on the faked clock
-my $clock = $node->basedir . '/faketime';
-append_to_file($clock, "+0\n");
-$ENV{LD_PRELOAD} = $libfaketime;
-$ENV{FAKETIME_TIMESTAMP_FILE} = $clock;
-$ENV{FAKETIME_NO_CACHE} = '1';
-$ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+# every process started from here on runs on the faked clock
+my $clock = FlakeClock->new($node);
 $node->start;
-
-sub set_clock
-{
-	my ($offset) = @_;
-	open my $fh, '>', $clock or die "could not write $clock: $!";
-	print $fh "$offset\n";
-	close $fh;
-}
 
 sub server_time
 {
@@ -53,7 +40,7 @@ generate();
 
 # 1. while running
 my $before = server_time();
-set_clock('-10s');
+$clock->set('-10s');
 cmp_ok(server_time(), '<', $before - 5, 'the server clock went back 10 s');
 generate();
 
@@ -73,12 +60,12 @@ $node->reload;
 $node->poll_query_until('postgres', 'SHOW flake.max_borrow', '1min') or die 'reload failed';
 
 # 2. across a clean restart with the clock further back
-set_clock('-20s');
+$clock->set('-20s');
 $node->restart;
 generate();
 
 # 3. across a crash with the clock further back still
-set_clock('-30s');
+$clock->set('-30s');
 my $victim = $node->background_psql('postgres');
 my $pid = $victim->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $pid;
@@ -100,7 +87,7 @@ is( $node->safe_psql('postgres', q{
 		WHERE above}),
 	'1,2,3,4', 'each phase is above every id of the phases before it');
 
-set_clock('+0');
+$clock->set('+0');
 $victim->quit;
 $node->stop;
 done_testing();

@@ -1,0 +1,436 @@
+/*-------------------------------------------------------------------------
+ *
+ * randflake.c
+ *	  randflake_next(): Randflake ids, their secret, decoding and text form.
+ *
+ * A Randflake id is the Sparx-64/128 encryption, under the server's secret,
+ * of raw = (seconds since 1730000000) << 34 | node << 17 | sequence, as
+ * gosuda/randflake v1.8.0 makes it (see sparx.c for the byte order).  To
+ * anyone without the key the ids look random; the key holder reads back
+ * their time and node.
+ *
+ * A backend generates on nodes it leases from flake.randflake_nodes and
+ * keeps their state in local memory: only it writes them, so the hot path
+ * is a counter and one block encryption.  The last id of a node reaches
+ * shared memory when the node starts a new second, every 1024 ids (for the
+ * flake_leases view) and when the backend lets go of it, which is what its
+ * next holder continues from; after a crash, shared memory starts afresh
+ * above the high-water mark.  A backend
+ * that uses up a node's 131072 ids of a second leases a further node
+ * rather than wait; with the clock stepped back it continues from the last
+ * second it issued, and moves to a further node, never repeating an id.
+ *
+ * The secret (flake.randflake_secret) is readable by superusers only and
+ * is kept out of the server log: see check_randflake_secret.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "compat.h"
+#include "flake.h"
+#include "randflake_text.h"
+#include "sparx.h"
+
+#define RANDFLAKE_KEY_LEN		16
+#define RANDFLAKE_MAX_TIME		((INT64CONST(1) << RANDFLAKE_TIME_BITS) - 1)
+#define RANDFLAKE_END_TEXT		"2058-11-05 17:10:23+00"
+#define RANDFLAKE_PUBLISH_EVERY	1024	/* ids; a power of 2 */
+
+/*
+ * What the setting shows and reports in place of the secret; see
+ * check_randflake_secret.
+ */
+#define RANDFLAKE_SECRET_MASK	"********"
+
+/* A parsed secret: the GUC "extra" of flake.randflake_secret. */
+typedef struct RandflakeSecret
+{
+	bool		set;
+	uint8		key[RANDFLAKE_KEY_LEN];
+	SparxKey	schedule;
+} RandflakeSecret;
+
+/* A node this backend holds, and its last id as of this backend. */
+typedef struct RandflakeLease
+{
+	FlakeNode  *node;
+	uint64		last;			/* (second << 17) | sequence */
+	uint64		issued;
+} RandflakeLease;
+
+static char *randflake_secret_string = NULL;
+static const RandflakeSecret *randflake_secret = NULL;
+
+static RandflakeLease *leases = NULL;
+static int	nleases = 0;
+static int	max_leases = 0;
+static int	current_lease = 0;
+static int64 high_second = -1;	/* the latest second this backend issued */
+
+PG_FUNCTION_INFO_V1(randflake_next);
+PG_FUNCTION_INFO_V1(randflake_decode);
+PG_FUNCTION_INFO_V1(randflake_decode_key);
+PG_FUNCTION_INFO_V1(randflake_encode_sql);
+PG_FUNCTION_INFO_V1(randflake_parse_sql);
+
+static int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Check a new secret: 32 hex digits, or empty for none.
+ *
+ * The value never appears in a message: the error text is our own, and a
+ * valid secret is replaced by a fixed mask before PostgreSQL stores the
+ * setting, so that what it logs on a reload ("parameter ... changed to"),
+ * hands to parallel workers or compares is the mask, never the key.  An
+ * unset secret is masked the same way, so setting one for the first time
+ * is not logged either.  The key itself lives in the setting's extra, and
+ * SHOW (superusers only) prints it through show_randflake_secret.  The
+ * mask coming back in (a parallel worker restoring the leader's settings)
+ * is accepted as "no secret in this process"; the functions that need the
+ * secret are not run in parallel workers.
+ */
+static bool
+check_randflake_secret(char **newval, void **extra, GucSource source)
+{
+	const char *value = *newval;
+	size_t		len = strlen(value);
+	RandflakeSecret secret;
+
+	memset(&secret, 0, sizeof(secret));
+	if (len > 0 && strcmp(value, RANDFLAKE_SECRET_MASK) != 0)
+	{
+		bool		valid = (len == 2 * RANDFLAKE_KEY_LEN);
+
+		for (size_t i = 0; valid && i < len; i++)
+			valid = hex_digit(value[i]) >= 0;
+		if (!valid)
+		{
+			GUC_check_errmsg("invalid value for parameter \"flake.randflake_secret\"");
+			GUC_check_errdetail("The secret must be 32 hexadecimal digits (16 bytes); the value given has %zu characters%s.",
+								len, len == 2 * RANDFLAKE_KEY_LEN ? ", not all of them hexadecimal digits" : "");
+			GUC_check_errhint("Generate one with: openssl rand -hex 16");
+			return false;
+		}
+		for (int i = 0; i < RANDFLAKE_KEY_LEN; i++)
+			secret.key[i] = (uint8) (hex_digit(value[2 * i]) << 4 |
+									 hex_digit(value[2 * i + 1]));
+		sparx64_key_schedule(&secret.schedule, secret.key);
+		secret.set = true;
+	}
+
+	*extra = flake_guc_malloc(sizeof(RandflakeSecret));
+	if (*extra == NULL)
+		return false;
+	memcpy(*extra, &secret, sizeof(secret));
+	explicit_bzero(&secret, sizeof(secret));
+
+	if (strcmp(value, RANDFLAKE_SECRET_MASK) != 0)
+	{
+		char	   *mask = flake_guc_strdup(RANDFLAKE_SECRET_MASK);
+
+		if (mask == NULL)
+			return false;
+		explicit_bzero(*newval, len);
+		flake_guc_free(*newval);
+		*newval = mask;
+	}
+	return true;
+}
+
+static void
+assign_randflake_secret(const char *newval, void *extra)
+{
+	randflake_secret = (const RandflakeSecret *) extra;
+}
+
+static const char *
+show_randflake_secret(void)
+{
+	static char hex[2 * RANDFLAKE_KEY_LEN + 1];
+
+	if (randflake_secret == NULL || !randflake_secret->set)
+		return "";
+	for (int i = 0; i < RANDFLAKE_KEY_LEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", randflake_secret->key[i]);
+	return hex;
+}
+
+void
+flake_define_randflake_secret(void)
+{
+	DefineCustomStringVariable("flake.randflake_secret",
+							   "Key of randflake_next() ids: 32 hexadecimal digits.",
+							   "Readable by superusers only. Whoever holds it can read the time and node of every id.",
+							   &randflake_secret_string,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   check_randflake_secret,
+							   assign_randflake_secret,
+							   show_randflake_secret);
+}
+
+static const SparxKey *
+server_key(void)
+{
+	if (randflake_secret == NULL || !randflake_secret->set)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("flake.randflake_secret is not set"),
+				 errdetail("Randflake ids are encrypted with the server's secret key."),
+				 errhint("Set it to 32 hexadecimal digits, for example the output of \"openssl rand -hex 16\":\n"
+						 "ALTER SYSTEM SET flake.randflake_secret = '<32 hex digits>';\n"
+						 "SELECT pg_reload_conf();")));
+	return &randflake_secret->schedule;
+}
+
+/* Publish a node's last id for the flake_leases view and its next holder. */
+static void
+publish(RandflakeLease *lease)
+{
+	pg_atomic_write_u64(&lease->node->last, lease->last);
+	pg_atomic_write_u64(&lease->node->issued, lease->issued);
+}
+
+static void
+release_leases(int code, Datum arg)
+{
+	for (int i = 0; i < nleases; i++)
+	{
+		publish(&leases[i]);
+		flake_release(leases[i].node);
+	}
+	nleases = 0;
+}
+
+static void
+lease_node(void)
+{
+	FlakeNode  *node = flake_lease(flake_shared->randflake, sizeof(FlakeNode),
+								   flake_shared->nrandflake);
+
+	if (node == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("all nodes of flake.randflake_nodes are leased"),
+				 errdetail("Each backend that calls randflake_next() holds a node until it exits, and one more for each 131072 ids it issues within a second; flake.randflake_nodes is \"%s\".",
+						   flake_randflake_nodes_string),
+				 errhint("Widen flake.randflake_nodes, or use fewer connections that generate ids.")));
+
+	if (nleases == max_leases)
+	{
+		int			grown = Max(4, 2 * max_leases);
+
+		/* grown before the lease is recorded, so a failure leaks no node */
+		if (leases == NULL)
+			leases = MemoryContextAlloc(TopMemoryContext, grown * sizeof(RandflakeLease));
+		else
+			leases = repalloc(leases, grown * sizeof(RandflakeLease));
+		max_leases = grown;
+	}
+	if (nleases == 0)
+		before_shmem_exit(release_leases, (Datum) 0);
+	leases[nleases].node = node;
+	leases[nleases].last = pg_atomic_read_u64(&node->last);
+	leases[nleases].issued = 0;
+	nleases++;
+}
+
+/*
+ * The raw value of the next id: (second << 34) | (node << 17) | sequence.
+ *
+ * On a node whose last id is (s, q), the next is (now, 0) when the clock is
+ * past s, else (s, q + 1): a clock that stepped back continues from the
+ * last second issued.  A node whose sequence of that second is used up
+ * moves on to (s + 1, 0) only while that is not ahead of the clock, or
+ * just above the high-water mark after a restart; otherwise the backend
+ * takes its next node, leasing one more if need be.  In a new second it
+ * starts again from its first node.
+ */
+static uint64
+randflake_generate(void)
+{
+	int64		now = flake_clock_unix_ms() / 1000 - RANDFLAKE_EPOCH_UNIX;
+	int64		ceiling;
+	int64		second;
+	RandflakeLease *lease;
+	uint64		next;
+	bool		publish_now;
+
+	if (unlikely(now < 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the system clock is before the randflake epoch (2024-10-27 03:33:20+00)")));
+
+	ceiling = Max(now, flake_shared->randflake_floor_s + 1);
+	if (now > high_second)
+		current_lease = 0;
+	for (;;)
+	{
+		int64		last_second;
+
+		if (unlikely(current_lease == nleases))
+			lease_node();
+		lease = &leases[current_lease];
+		last_second = (int64) (lease->last >> RANDFLAKE_SEQUENCE_BITS);
+		if (now > last_second)
+			next = (uint64) now << RANDFLAKE_SEQUENCE_BITS;
+		else if ((lease->last & RANDFLAKE_MAX_SEQUENCE) < RANDFLAKE_MAX_SEQUENCE)
+			next = lease->last + 1;
+		else if (last_second < ceiling)
+			next = (uint64) (last_second + 1) << RANDFLAKE_SEQUENCE_BITS;
+		else
+		{
+			publish(lease);
+			current_lease++;
+			continue;
+		}
+		break;
+	}
+
+	second = (int64) (next >> RANDFLAKE_SEQUENCE_BITS);
+	if (unlikely(second > RANDFLAKE_MAX_TIME))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("randflake_next() timestamp overflow"),
+				 errdetail("Randflake ids hold 30 bits of seconds since 2024-10-27 03:33:20+00, which ran out at " RANDFLAKE_END_TEXT ".")));
+	if (unlikely(RANDFLAKE_EPOCH_UNIX + second >
+				 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.randflake_s)))
+		flake_hwm_extend(FLAKE_HWM_RANDFLAKE, RANDFLAKE_EPOCH_UNIX + second);
+
+	/* published in a new second, and every so often for flake_leases */
+	publish_now = ((next ^ lease->last) >> RANDFLAKE_SEQUENCE_BITS) != 0 ||
+		(next & (RANDFLAKE_PUBLISH_EVERY - 1)) == 0;
+	lease->last = next;
+	lease->issued++;
+	if (publish_now)
+		publish(lease);
+	high_second = Max(high_second, second);
+
+	return ((uint64) second << (RANDFLAKE_NODE_BITS + RANDFLAKE_SEQUENCE_BITS)) |
+		((uint64) lease->node->id << RANDFLAKE_SEQUENCE_BITS) |
+		(next & RANDFLAKE_MAX_SEQUENCE);
+}
+
+Datum
+randflake_next(PG_FUNCTION_ARGS)
+{
+	const SparxKey *key;
+
+	flake_require_shared();
+	key = server_key();
+	PG_RETURN_INT64((int64) randflake_encrypt(key, randflake_generate()));
+}
+
+/* (ts, node, sequence) of an id, decrypted with key. */
+static Datum
+decode_tuple(FunctionCallInfo fcinfo, const SparxKey *key, int64 id)
+{
+	uint64		raw = randflake_decrypt(key, (uint64) id);
+	int64		second = (int64) (raw >> (RANDFLAKE_NODE_BITS + RANDFLAKE_SEQUENCE_BITS));
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	values[0] = TimestampTzGetDatum(flake_unix_ms_to_timestamptz((RANDFLAKE_EPOCH_UNIX + second) * 1000));
+	values[1] = Int32GetDatum((int32) ((raw >> RANDFLAKE_SEQUENCE_BITS) & RANDFLAKE_MAX_NODE));
+	values[2] = Int32GetDatum((int32) (raw & RANDFLAKE_MAX_SEQUENCE));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}
+
+Datum
+randflake_decode(PG_FUNCTION_ARGS)
+{
+	return decode_tuple(fcinfo, server_key(), PG_GETARG_INT64(0));
+}
+
+/*
+ * Decode with a key given as bytea.  The schedule of the last key is kept
+ * with the call site, so decoding a column with one key expands it once.
+ */
+Datum
+randflake_decode_key(PG_FUNCTION_ARGS)
+{
+	int64		id = PG_GETARG_INT64(0);
+	bytea	   *key = PG_GETARG_BYTEA_PP(1);
+	RandflakeSecret *cache = (RandflakeSecret *) fcinfo->flinfo->fn_extra;
+
+	if (VARSIZE_ANY_EXHDR(key) != RANDFLAKE_KEY_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a randflake key is %d bytes, not %zu",
+						RANDFLAKE_KEY_LEN, (size_t) VARSIZE_ANY_EXHDR(key)),
+				 errhint("Pass the secret as bytea, for example decode('<32 hex digits>', 'hex').")));
+
+	if (cache == NULL)
+	{
+		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RandflakeSecret));
+		fcinfo->flinfo->fn_extra = cache;
+	}
+	if (!cache->set || memcmp(cache->key, VARDATA_ANY(key), RANDFLAKE_KEY_LEN) != 0)
+	{
+		memcpy(cache->key, VARDATA_ANY(key), RANDFLAKE_KEY_LEN);
+		sparx64_key_schedule(&cache->schedule, cache->key);
+		cache->set = true;
+	}
+	return decode_tuple(fcinfo, &cache->schedule, id);
+}
+
+Datum
+randflake_encode_sql(PG_FUNCTION_ARGS)
+{
+	char		buf[RANDFLAKE_TEXT_MAXLEN + 1];
+
+	randflake_encode((uint64) PG_GETARG_INT64(0), buf);
+	PG_RETURN_TEXT_P(cstring_to_text(buf));
+}
+
+Datum
+randflake_parse_sql(PG_FUNCTION_ARGS)
+{
+	text	   *input = PG_GETARG_TEXT_PP(0);
+	uint64		value;
+
+	switch (randflake_parse(VARDATA_ANY(input), VARSIZE_ANY_EXHDR(input), &value))
+	{
+		case RANDFLAKE_PARSE_OK:
+			break;
+		case RANDFLAKE_PARSE_OUT_OF_RANGE:
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("value \"%s\" is out of range for a randflake id",
+							text_to_cstring(input)),
+					 errhint("A randflake id is at most 13 base-32 digits, up to \"fvvvvvvvvvvvv\".")));
+			break;
+		case RANDFLAKE_PARSE_MALFORMED:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("invalid input syntax for a randflake id: \"%s\"",
+							text_to_cstring(input)),
+					 errhint("A randflake id is written in the base-32 digits 0-9 and a-v.")));
+			break;
+	}
+	PG_RETURN_INT64((int64) value);
+}

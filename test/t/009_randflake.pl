@@ -1,0 +1,96 @@
+# randflake_next() on a real server: the secret (unset, set by ALTER SYSTEM
+# and reload, malformed, never in the log), 4 pgbench clients x 200k ids
+# into one unique index, and ids of each node strictly increasing.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $secret = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+my $other = '0f1e2d3c4b5a69788796a5b4c3d2e1f0';
+my $clients = 4;
+my $per_client = 200_000;
+my $batch = 1000;
+
+my $node = PostgreSQL::Test::Cluster->new('randflake');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'\n");
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION flake');
+
+# no secret yet
+my ($ret, $stdout, $stderr) =
+  $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT randflake_next()");
+isnt($ret, 0, 'randflake_next() fails without a secret');
+like($stderr, qr/ERROR:  55000: flake.randflake_secret is not set/, '55000 names the setting');
+like($stderr, qr/HINT:  .*ALTER SYSTEM SET flake.randflake_secret/s, 'the hint shows how to set it');
+
+# set by ALTER SYSTEM and a reload
+$node->safe_psql('postgres', "ALTER SYSTEM SET flake.randflake_secret = '$secret'");
+$node->reload;
+$node->poll_query_until('postgres', 'SHOW flake.randflake_secret', $secret)
+  or die 'the secret did not arrive';
+my $id = $node->safe_psql('postgres', 'SELECT randflake_next()');
+is( $node->safe_psql('postgres',
+		"SELECT randflake_decode($id) = randflake_decode($id, decode('$secret', 'hex'))"),
+	't', 'ids are encrypted with the secret set by ALTER SYSTEM');
+
+# from here on in postgresql.conf, which ALTER SYSTEM would override
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET flake.randflake_secret');
+$node->append_conf('postgresql.conf', "flake.randflake_secret = '$secret'\n");
+$node->reload;
+
+# a malformed value on reload is refused, and the old secret stays
+$node->append_conf('postgresql.conf', "flake.randflake_secret = 'x$other'\n");
+$node->reload;
+$node->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_file_settings WHERE name = 'flake.randflake_secret' AND error IS NOT NULL")
+  or die 'the malformed secret was not read';
+is($node->safe_psql('postgres', 'SHOW flake.randflake_secret'), $secret, 'a malformed secret is refused');
+
+# a change of secret takes effect in new and running sessions
+my $session = $node->background_psql('postgres');
+$session->query_safe('SELECT randflake_next()');
+$node->append_conf('postgresql.conf', "flake.randflake_secret = '$other'\n");
+$node->reload;
+$node->poll_query_until('postgres', 'SHOW flake.randflake_secret', $other)
+  or die 'the new secret did not arrive';
+$id = $session->query_safe('SELECT randflake_next()');
+is( $node->safe_psql('postgres',
+		"SELECT randflake_decode($id) = randflake_decode($id, decode('$other', 'hex'))"),
+	't', 'a running session encrypts with the reloaded secret');
+$session->quit;
+
+# (the cluster logs every statement, and this test's own statements name
+# the secrets: those lines are left out)
+my $log = join("\n", grep { !/ statement: / } split /\n/, slurp_file($node->logfile));
+like($log, qr/invalid value for parameter "flake.randflake_secret"/, 'the log reports the malformed secret');
+unlike($log, qr/$secret|$other/i, 'no secret, valid or malformed, is in the server log');
+
+# concurrency: no duplicates, one node per client, per node increasing
+$node->safe_psql('postgres', q{
+	CREATE TABLE ids (n bigserial, id bigint NOT NULL);
+	CREATE UNIQUE INDEX ids_id ON ids (id);
+});
+my $script = $node->basedir . '/insert.sql';
+append_to_file($script,
+	"INSERT INTO ids (id) SELECT randflake_next() FROM generate_series(1, $batch);\n");
+$node->command_ok(
+	[
+		'pgbench', '--no-vacuum', '--client' => $clients, '--jobs' => $clients,
+		'--transactions' => $per_client / $batch, '--file' => $script, 'postgres'
+	],
+	"$clients clients x $per_client randflake_next() into one unique index");
+is( $node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM ids'),
+	join('|', $clients * $per_client, $clients * $per_client), 'every id stored and distinct');
+is( $node->safe_psql('postgres', q{
+		SELECT count(*) FROM (
+			SELECT (d.ts, d.sequence) <= (lag(d.ts) OVER w, lag(d.sequence) OVER w) AS back
+			FROM ids, randflake_decode(id) d
+			WINDOW w AS (PARTITION BY d.node ORDER BY n)) s
+		WHERE back}),
+	'0', 'ids of each node strictly increasing');
+
+$node->stop;
+done_testing();
