@@ -18,7 +18,7 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 
 # SQL behaviour, against a temporary instance with flake preloaded
 TEST_CONF = --temp-config=test/flake.conf --encoding=UTF8 --no-locale
-REGRESS = ulidflake ulidflake_index flake randflake
+REGRESS = ulidflake ulidflake_index flake randflake migrate
 REGRESS_OPTS = --temp-instance=tmp_check_regress $(TEST_CONF)
 ISOLATION = ulidflake_interleave flake_interleave
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_isolation $(TEST_CONF)

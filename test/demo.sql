@@ -27,3 +27,23 @@ SELECT count(*) FROM orders WHERE id >= flake_from_timestamp(now() - interval '1
 
 -- who holds which node
 SELECT generator, node, pid = pg_backend_pid() AS this_session, issued, last_issued FROM flake_leases;
+
+-- Migrating a serial table (say, loaded from MySQL AUTO_INCREMENT) and its
+-- child table to flake ids: first the plan, then the migration, in one
+-- transaction; old rows get ids of their own time, new rows ids of now.
+CREATE TABLE authors (id serial PRIMARY KEY, name text NOT NULL, joined timestamptz NOT NULL);
+CREATE TABLE posts (id serial PRIMARY KEY, author_id integer NOT NULL REFERENCES authors, title text);
+INSERT INTO authors (name, joined) VALUES
+	('ada', '2019-03-01 09:00+00'), ('grace', '2021-07-15 14:30+00'), ('linus', '2023-11-02 08:15+00');
+INSERT INTO posts (author_id, title) VALUES (1, 'notes'), (2, 'compilers'), (2, 'debugging'), (3, 'kernels');
+SELECT * FROM authors ORDER BY id;
+SELECT step, action, left(detail, 100) AS detail
+FROM flake_migrate('authors', rekey_from => 'joined', dry_run => true);
+BEGIN;
+SELECT step, action FROM flake_migrate('authors', rekey_from => 'joined');
+COMMIT;
+INSERT INTO authors (name, joined) VALUES ('barbara', now());
+INSERT INTO posts (author_id, title) SELECT id, 'abstraction' FROM authors WHERE name = 'barbara';
+SELECT a.id, a.name, flake_timestamp(a.id), m.old_id
+FROM authors a LEFT JOIN authors_flake_map m ON m.new_id = a.id ORDER BY a.id;
+SELECT p.id, p.title, p.author_id, a.name FROM posts p JOIN authors a ON a.id = p.author_id ORDER BY p.id;
