@@ -28,6 +28,14 @@ SELECT count(*) FROM orders WHERE id >= flake_from_timestamp(now() - interval '1
 -- who holds which node
 SELECT generator, node, pid = pg_backend_pid() AS this_session, issued, last_issued FROM flake_leases;
 
+-- randflake_next(): unpredictable to outsiders (Sparx-64/128 encryption of
+-- 30-bit seconds, 17-bit node, 17-bit sequence), readable with the secret
+CREATE TABLE invites (id bigint PRIMARY KEY DEFAULT randflake_next(), email text);
+INSERT INTO invites (email) VALUES ('ada@example.org'), ('grace@example.org'), ('linus@example.org');
+SELECT id, randflake_encode(id) AS in_urls, randflake_parse(randflake_encode(id)) = id AS parses_back
+FROM invites;
+SELECT i.email, d.* FROM invites i, randflake_decode(i.id) d ORDER BY d.sequence;
+
 -- Migrating a serial table (say, loaded from MySQL AUTO_INCREMENT) and its
 -- child table to flake ids: first the plan, then the migration, in one
 -- transaction; old rows get ids of their own time, new rows ids of now.

@@ -86,11 +86,13 @@ flake_tmpdir() {
 
 # Start a throwaway cluster with flake preloaded, listening only on a Unix
 # socket in its own directory; it is stopped and removed when the shell exits.
+# Lines on standard input, if any, are added to its postgresql.conf.
 flake_cluster_start() {
 	FLAKE_CLUSTER=$(flake_tmpdir "$1")
 	trap flake_cluster_stop EXIT
 	flake_as_pg_user initdb -D "$FLAKE_CLUSTER/data" -A trust -E UTF8 --no-locale >"$FLAKE_CLUSTER/initdb.log" 2>&1 ||
 		{ cat "$FLAKE_CLUSTER/initdb.log"; flake_die "initdb failed"; }
+	[ -t 0 ] || cat >>"$FLAKE_CLUSTER/data/postgresql.conf"
 	flake_as_pg_user pg_ctl -D "$FLAKE_CLUSTER/data" -l "$FLAKE_CLUSTER/server.log" -w \
 		-o "-c listen_addresses='' -c unix_socket_directories='$FLAKE_CLUSTER' -c shared_preload_libraries=flake ${2:-}" \
 		start >/dev/null ||
