@@ -225,9 +225,25 @@ release_leases(int code, Datum arg)
 static void
 lease_node(void)
 {
-	FlakeNode  *node = flake_lease(flake_shared->randflake, sizeof(FlakeNode),
-								   flake_shared->nrandflake);
+	FlakeNode  *node;
 
+	/* room first, so that a failure here cannot strand a leased node */
+	if (nleases == max_leases)
+	{
+		int			grown = Max(4, 2 * max_leases);
+
+		if (leases == NULL)
+		{
+			leases = MemoryContextAlloc(TopMemoryContext, grown * sizeof(RandflakeLease));
+			before_shmem_exit(release_leases, (Datum) 0);
+		}
+		else
+			leases = repalloc(leases, grown * sizeof(RandflakeLease));
+		max_leases = grown;
+	}
+
+	node = flake_lease(flake_shared->randflake, sizeof(FlakeNode),
+					   flake_shared->nrandflake);
 	if (node == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -236,19 +252,6 @@ lease_node(void)
 						   flake_randflake_nodes_string),
 				 errhint("Widen flake.randflake_nodes, or use fewer connections that generate ids.")));
 
-	if (nleases == max_leases)
-	{
-		int			grown = Max(4, 2 * max_leases);
-
-		/* grown before the lease is recorded, so a failure leaks no node */
-		if (leases == NULL)
-			leases = MemoryContextAlloc(TopMemoryContext, grown * sizeof(RandflakeLease));
-		else
-			leases = repalloc(leases, grown * sizeof(RandflakeLease));
-		max_leases = grown;
-	}
-	if (nleases == 0)
-		before_shmem_exit(release_leases, (Datum) 0);
 	leases[nleases].node = node;
 	leases[nleases].last = pg_atomic_read_u64(&node->last);
 	leases[nleases].issued = 0;

@@ -92,5 +92,32 @@ is( $node->safe_psql('postgres', q{
 		WHERE back}),
 	'0', 'ids of each node strictly increasing');
 
+# more generating sessions than nodes: 53400; a released node is leased
+# again and its new holder continues above the old holder's ids
+$node->append_conf('postgresql.conf', "flake.randflake_nodes = '7-8'\n");
+$node->restart;
+my $s1 = $node->background_psql('postgres');
+my $s2 = $node->background_psql('postgres');
+$s1->query_safe('CREATE TABLE handover AS SELECT 1 AS holder, randflake_next() AS id FROM generate_series(1, 1000)');
+$s2->query_safe('SELECT randflake_next()');
+is($node->safe_psql('postgres',
+		q{SELECT string_agg(node::text, ',' ORDER BY node) FROM flake_leases WHERE generator = 'randflake_next'}),
+	'7,8', 'both nodes of flake.randflake_nodes are leased');
+($ret, $stdout, $stderr) =
+  $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT randflake_next()");
+like($stderr, qr/ERROR:  53400: all nodes of flake.randflake_nodes are leased/,
+	'a third session gets 53400 naming flake.randflake_nodes');
+my $s1_node = $node->safe_psql('postgres', 'SELECT DISTINCT (randflake_decode(id)).node FROM handover');
+$s1->quit;
+$node->poll_query_until('postgres', qq{SELECT count(*) = 0 FROM flake_leases WHERE node = $s1_node AND generator = 'randflake_next'})
+  or die 'the first session did not let go of its node';
+$node->safe_psql('postgres', 'INSERT INTO handover SELECT 2, randflake_next() FROM generate_series(1, 1000)');
+is( $node->safe_psql('postgres', q{
+		SELECT count(DISTINCT d.node), min(pos) FILTER (WHERE holder = 2) > max(pos) FILTER (WHERE holder = 1)
+		FROM handover, randflake_decode(id) d,
+			 LATERAL (SELECT extract(epoch FROM d.ts)::bigint << 17 | d.sequence AS pos) p}),
+	'1|t', 'the released node is leased again, and its ids continue above the old holder\'s');
+$s2->quit;
+
 $node->stop;
 done_testing();
