@@ -188,19 +188,20 @@ BEGIN
 	RETURN NEXT format('Per-row cost: median (and minimum) of %s rounds after a warm-up, %s rows',
 					   (SELECT rounds FROM bench.settings), (SELECT n FROM bench.settings));
 	RETURN NEXT 'per run unless noted; timed in the server, jit = off, no parallel workers.';
-	RETURN NEXT 'net = ns/row minus the ns/row of the floor named on the right.';
+	RETURN NEXT 'net: the median over rounds of ns/row minus the ns/row of the floor named on';
+	RETURN NEXT 'the right in the same round.';
 	RETURN NEXT '';
 	SELECT max(length(label)) INTO w FROM bench.cases;
 	RETURN NEXT format('%-*s  %8s  %8s  %8s  %8s', w, 'case', 'rows', 'ns/row', 'min', 'net');
 	RETURN NEXT repeat('-', w + 40);
 	FOR r IN
-		WITH m AS (
-			SELECT label, bench.median(array_agg(ns)) AS ns, min(ns) AS min_ns
-			FROM bench.samples GROUP BY label
-		)
-		SELECT c.label, c.rows, c.floor, m.ns, m.min_ns, m.ns - f.ns AS net
-		FROM bench.cases c JOIN m USING (label)
-		LEFT JOIN m f ON f.label = c.floor
+		SELECT c.label, c.rows, c.floor,
+			bench.median(array_agg(s.ns)) AS ns, min(s.ns) AS min_ns,
+			bench.median(array_agg(s.ns - f.ns)) AS net
+		FROM bench.cases c
+		JOIN bench.samples s USING (label)
+		LEFT JOIN bench.samples f ON f.label = c.floor AND f.round = s.round
+		GROUP BY c.ord, c.label, c.rows, c.floor
 		ORDER BY c.ord
 	LOOP
 		RETURN NEXT rtrim(format('%-*s  %8s  %8s  %8s  %8s  %s', w, r.label, r.rows,
