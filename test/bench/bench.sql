@@ -6,11 +6,14 @@
 -- A case is a query returning one bigint, the number of rows it went
 -- through (count(...) over those rows); "{N}" in its text becomes its row
 -- count.  bench.run() runs every case once to warm up, then in rounds: each
--- round times every case once, in order, with clock_timestamp() around
--- EXECUTE inside the server, so neither psql nor the socket is measured.
--- A run's cost is its time / its row count.  Interleaving the cases keeps a
--- slow spell of a busy machine from landing on one case only; ratios are
--- taken within each round and the report shows their median.
+-- round times every case once, in order, around EXECUTE inside the server,
+-- so neither psql nor the socket is measured.  A run's cost is its time /
+-- its row count.  The time is the backend's CPU time, read from
+-- /proc/self/schedstat (Linux), so that other processes on a busy machine
+-- count for little; the wall-clock time is kept beside it, and used alone
+-- where the CPU time cannot be read.  Interleaving the cases keeps a slow
+-- spell of the machine from landing on one case only; ratios are taken
+-- within each round and the report shows their median.
 --
 --   bench.add_case(label, query [, floor] [, scale])
 --       floor: label of a case whose time is overhead this query shares
@@ -40,7 +43,11 @@
 
 CREATE SCHEMA bench;
 
-CREATE TABLE bench.settings (n bigint NOT NULL, rounds int NOT NULL);
+CREATE TABLE bench.settings (
+	n bigint NOT NULL,
+	rounds int NOT NULL,
+	cpu_clock boolean			-- the backend's CPU time is readable
+);
 INSERT INTO bench.settings VALUES (:N, :ROUNDS);
 
 CREATE TABLE bench.cases (
@@ -54,7 +61,8 @@ CREATE TABLE bench.cases (
 CREATE TABLE bench.samples (
 	label text REFERENCES bench.cases (label),
 	round int,
-	ns float8 NOT NULL,			-- per row
+	ns float8 NOT NULL,			-- per row: CPU time, else wall-clock time
+	wall float8 NOT NULL,		-- per row: wall-clock time
 	PRIMARY KEY (label, round)
 );
 
@@ -138,15 +146,45 @@ RETURNS void LANGUAGE sql AS $$
 	VALUES (num, den, clients, target)
 $$;
 
--- Seconds to run query once; returns the rows it counted through nrows.
-CREATE FUNCTION bench.time_query(query text, OUT seconds float8, OUT nrows bigint)
+-- Nanoseconds this backend has run on a CPU.  The kernel brings the count
+-- of a running process up to date only at a timer tick or when it stops
+-- running, so sleep a moment first to make it exact.
+CREATE FUNCTION bench.cpu_ns() RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	PERFORM pg_sleep(0.001);
+	RETURN split_part(pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint;
+END
+$$;
+
+CREATE FUNCTION bench.has_cpu_clock() RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN bench.cpu_ns() > 0;
+EXCEPTION
+	WHEN OTHERS THEN
+		RETURN false;
+END
+$$;
+
+-- Run query once: the wall-clock and CPU nanoseconds it took (cpu is NULL
+-- without a CPU clock), and the rows it counted.
+CREATE FUNCTION bench.time_query(query text, cpu_clock boolean,
+								 OUT wall float8, OUT cpu float8, OUT nrows bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
 	t0 timestamptz;
+	c0 bigint;
 BEGIN
+	IF cpu_clock THEN
+		c0 := bench.cpu_ns();
+	END IF;
 	t0 := clock_timestamp();
 	EXECUTE query INTO nrows;
-	seconds := extract(epoch FROM clock_timestamp() - t0);
+	wall := extract(epoch FROM clock_timestamp() - t0) * 1e9;
+	IF cpu_clock THEN
+		cpu := bench.cpu_ns() - c0;
+	END IF;
 END
 $$;
 
@@ -157,19 +195,22 @@ DECLARE
 	c record;
 	t record;
 	nrounds int := (SELECT rounds FROM bench.settings);
+	use_cpu boolean := bench.has_cpu_clock();
 BEGIN
+	UPDATE bench.settings SET cpu_clock = use_cpu;
 	FOR c IN SELECT * FROM bench.cases ORDER BY ord LOOP
-		PERFORM bench.time_query(replace(c.query, '{N}', c.rows::text));
+		PERFORM bench.time_query(replace(c.query, '{N}', c.rows::text), use_cpu);
 		COMMIT;
 	END LOOP;
 	FOR r IN 1 .. nrounds LOOP
 		RAISE NOTICE 'bench: round % of %', r, nrounds;
 		FOR c IN SELECT * FROM bench.cases ORDER BY ord LOOP
-			t := bench.time_query(replace(c.query, '{N}', c.rows::text));
+			t := bench.time_query(replace(c.query, '{N}', c.rows::text), use_cpu);
 			IF t.nrows <> c.rows AND c.query LIKE '%{N}%' THEN
 				RAISE EXCEPTION 'case "%" counted % rows, not %', c.label, t.nrows, c.rows;
 			END IF;
-			INSERT INTO bench.samples VALUES (c.label, r, t.seconds * 1e9 / t.nrows);
+			INSERT INTO bench.samples
+				VALUES (c.label, r, coalesce(t.cpu, t.wall) / t.nrows, t.wall / t.nrows);
 			COMMIT;
 		END LOOP;
 	END LOOP;
@@ -188,41 +229,48 @@ BEGIN
 	RETURN NEXT format('Per-row cost: median (and minimum) of %s rounds after a warm-up, %s rows',
 					   (SELECT rounds FROM bench.settings), (SELECT n FROM bench.settings));
 	RETURN NEXT 'per run unless noted; timed in the server, jit = off, no parallel workers.';
+	IF (SELECT cpu_clock FROM bench.settings) THEN
+		RETURN NEXT 'ns/row, min, net: the backend''s CPU time; wall: wall-clock time.';
+	ELSE
+		RETURN NEXT 'ns/row, min, net, wall: wall-clock time (the CPU time was not readable).';
+	END IF;
 	RETURN NEXT 'net: the median over rounds of ns/row minus the ns/row of the floor named on';
 	RETURN NEXT 'the right in the same round.';
 	RETURN NEXT '';
 	SELECT max(length(label)) INTO w FROM bench.cases;
-	RETURN NEXT format('%-*s  %8s  %8s  %8s  %8s', w, 'case', 'rows', 'ns/row', 'min', 'net');
-	RETURN NEXT repeat('-', w + 40);
+	RETURN NEXT format('%-*s  %8s  %8s  %8s  %8s  %8s', w, 'case', 'rows', 'ns/row', 'min', 'net', 'wall');
+	RETURN NEXT repeat('-', w + 50);
 	FOR r IN
 		SELECT c.label, c.rows, c.floor,
 			bench.median(array_agg(s.ns)) AS ns, min(s.ns) AS min_ns,
-			bench.median(array_agg(s.ns - f.ns)) AS net
+			bench.median(array_agg(s.ns - f.ns)) AS net,
+			bench.median(array_agg(s.wall)) AS wall
 		FROM bench.cases c
 		JOIN bench.samples s USING (label)
 		LEFT JOIN bench.samples f ON f.label = c.floor AND f.round = s.round
 		GROUP BY c.ord, c.label, c.rows, c.floor
 		ORDER BY c.ord
 	LOOP
-		RETURN NEXT rtrim(format('%-*s  %8s  %8s  %8s  %8s  %s', w, r.label, r.rows,
+		RETURN NEXT rtrim(format('%-*s  %8s  %8s  %8s  %8s  %8s  %s', w, r.label, r.rows,
 			to_char(r.ns, 'FM99990.0'), to_char(r.min_ns, 'FM99990.0'),
-			coalesce(to_char(r.net, 'FM99990.0'), ''),
+			coalesce(to_char(r.net, 'FM99990.0'), ''), to_char(r.wall, 'FM99990.0'),
 			coalesce('(' || r.floor || ')', '')));
 	END LOOP;
 
 	IF EXISTS (SELECT FROM bench.ratios) THEN
 		RETURN NEXT '';
 		RETURN NEXT 'Ratios of ns/row, lower is better: the median over rounds of the ratio within';
-		RETURN NEXT 'each round; net takes each side''s floor off first.';
+		RETURN NEXT 'each round; net takes each side''s floor off first; wall is gross on';
+		RETURN NEXT 'wall-clock time.';
 		RETURN NEXT '';
 		SELECT max(length(name)) INTO w FROM bench.ratios;
-		RETURN NEXT format('%-*s  %6s  %6s  %s', w, 'ratio', 'gross', 'net', 'target');
+		RETURN NEXT format('%-*s  %6s  %6s  %6s  %s', w, 'ratio', 'gross', 'net', 'wall', 'target');
 		RETURN NEXT repeat('-', w + 40);
 		FOR r IN
 			SELECT q.name, q.target, q.basis,
 				bench.median(array_agg(n.ns / d.ns)) AS gross,
 				bench.median(array_agg((n.ns - nf.ns) / nullif(d.ns - df.ns, 0))) AS net,
-				count(n.ns) AS rounds
+				bench.median(array_agg(n.wall / d.wall)) AS wall
 			FROM bench.ratios q
 			LEFT JOIN bench.cases nc ON nc.label = q.num
 			LEFT JOIN bench.cases dc ON dc.label = q.den
@@ -247,8 +295,9 @@ BEGIN
 					nmissed := nmissed + 1;
 				END IF;
 			END IF;
-			RETURN NEXT rtrim(format('%-*s  %6s  %6s  %s', w, r.name,
+			RETURN NEXT rtrim(format('%-*s  %6s  %6s  %6s  %s', w, r.name,
 				to_char(r.gross, 'FM990.00'), coalesce(to_char(r.net, 'FM990.00'), ''),
+				to_char(r.wall, 'FM990.00'),
 				CASE WHEN r.target IS NULL THEN ''
 					ELSE format('<= %s %s: %s', r.target, r.basis, verdict) END));
 		END LOOP;
