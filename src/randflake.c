@@ -11,7 +11,7 @@
  *
  * A backend generates on nodes it leases from flake.randflake_nodes and
  * keeps their state in local memory: only it writes them, so the hot path
- * is a counter and one block encryption.  The last id of a node reaches
+ * is a counter and a share of one batched encryption of eight ids.  The last id of a node reaches
  * shared memory when the node starts a new second, every 1024 ids (for the
  * flake_leases view) and when the backend lets go of it, which is what its
  * next holder continues from; after a crash, shared memory starts afresh
@@ -69,6 +69,19 @@ typedef struct RandflakeLease
 
 static char *randflake_secret_string = NULL;
 static const RandflakeSecret *randflake_secret = NULL;
+static uint64 secret_generation = 0;	/* counts assignments of the secret */
+
+/*
+ * Ids encrypted ahead, RANDFLAKE_BATCH at a time: they were reserved from
+ * their nodes (so never issued twice) at the second batch_now, under the
+ * secret of batch_generation.  They are handed out while the clock is not
+ * past that second and the secret is the same; otherwise the rest is
+ * dropped, which leaves unused sequence numbers and nothing else.
+ */
+static uint64 batch[RANDFLAKE_BATCH];
+static int	batch_pos = RANDFLAKE_BATCH;
+static int64 batch_now;
+static uint64 batch_generation;
 
 static RandflakeLease *leases = NULL;
 static int	nleases = 0;
@@ -160,6 +173,7 @@ static void
 assign_randflake_secret(const char *newval, void *extra)
 {
 	randflake_secret = (const RandflakeSecret *) extra;
+	secret_generation++;
 }
 
 static const char *
@@ -270,19 +284,13 @@ lease_node(void)
  * starts again from its first node.
  */
 static uint64
-randflake_generate(void)
+randflake_generate(int64 now)
 {
-	int64		now = flake_clock_unix_ms() / 1000 - RANDFLAKE_EPOCH_UNIX;
 	int64		ceiling;
 	int64		second;
 	RandflakeLease *lease;
 	uint64		next;
 	bool		publish_now;
-
-	if (unlikely(now < 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the system clock is before the randflake epoch (2024-10-27 03:33:20+00)")));
 
 	ceiling = Max(now, flake_shared->randflake_floor_s + 1);
 	if (now > high_second)
@@ -338,10 +346,28 @@ Datum
 randflake_next(PG_FUNCTION_ARGS)
 {
 	const SparxKey *key;
+	int64		now;
+	uint64		raw[RANDFLAKE_BATCH];
 
 	flake_require_shared();
 	key = server_key();
-	PG_RETURN_INT64((int64) randflake_encrypt(key, randflake_generate()));
+	now = flake_clock_unix_ms() / 1000 - RANDFLAKE_EPOCH_UNIX;
+	if (batch_pos < RANDFLAKE_BATCH && now <= batch_now &&
+		batch_generation == secret_generation)
+		PG_RETURN_INT64((int64) batch[batch_pos++]);
+
+	if (unlikely(now < 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the system clock is before the randflake epoch (2024-10-27 03:33:20+00)")));
+	batch_pos = RANDFLAKE_BATCH;
+	for (int i = 0; i < RANDFLAKE_BATCH; i++)
+		raw[i] = randflake_generate(now);
+	randflake_encrypt_batch(key, raw, batch);
+	batch_now = now;
+	batch_generation = secret_generation;
+	batch_pos = 1;
+	PG_RETURN_INT64((int64) batch[0]);
 }
 
 /* (ts, node, sequence) of an id, decrypted with key. */

@@ -44,17 +44,23 @@ VACUUM (FREEZE, ANALYZE) bench_val, bench_txt;
 -- The loop every generator runs in, with nothing generated.
 SELECT bench.add_case('loop floor', 'SELECT count(g) FROM generate_series(1, {N}) g');
 
--- Issue B: Snowflake ids, against the usual ways to get ids in PostgreSQL.
+-- Snowflake ids, against the usual ways to get ids in PostgreSQL.
 SELECT bench.add_generator('nextval(''bench_seq'')', label => 'nextval()');
 SELECT bench.add_generator('instagram_id()', scale => 0.1);
 SELECT bench.add_generator('flake_next()', target => 1.25,
 						   versus => '{nextval(), instagram_id()}');
 SELECT bench.add_generator('flake_next(7)');
 
--- Issue A: ulidflake.
+-- Ulid-Flake ids, against UUIDs.
 SELECT bench.add_generator('gen_random_uuid()', scale => 0.2);
 SELECT bench.add_generator('ulidflake_next()', target => 1.5,
 						   versus => '{gen_random_uuid(), flake_next()}');
+
+-- Randflake ids: a counter and one Sparx-64/128 block encryption.  200000
+-- ids in well under a second use up a node's second, so runs include
+-- moving on to further nodes.
+SELECT bench.add_generator('randflake_next()', target => 1.5,
+						   versus => '{flake_next()}');
 
 -- Text output and input: ulidflake against int8, on the same scan.  The
 -- targets are judged net of the scan, on the conversions alone.
