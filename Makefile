@@ -20,7 +20,7 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 TEST_CONF = --temp-config=test/flake.conf --encoding=UTF8 --no-locale
 REGRESS = ulidflake ulidflake_index flake randflake migrate
 REGRESS_OPTS = --temp-instance=tmp_check_regress $(TEST_CONF)
-ISOLATION = ulidflake_interleave flake_interleave
+ISOLATION = ulidflake_interleave flake_interleave migrate_concurrent
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_isolation $(TEST_CONF)
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

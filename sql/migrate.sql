@@ -210,6 +210,70 @@ INSERT INTO shop.tags (name) VALUES ('z');
 SELECT id::bigint < 100 AS old_id, name FROM shop.tags ORDER BY id;
 
 ------------------------------------------------------------------------
+-- foreign key options, names, comments, CLUSTER and REPLICA IDENTITY
+-- survive a rekey: a self-reference, a NOT VALID key with a row it does
+-- not hold for, MATCH FULL through a composite key, actions and
+-- DEFERRABLE, all under quoted names
+------------------------------------------------------------------------
+CREATE SCHEMA "Org ""x""";
+CREATE TABLE "Org ""x"""."Staff" (
+	"Staff Id" serial PRIMARY KEY,
+	boss integer CONSTRAINT "Boss" REFERENCES "Org ""x"""."Staff" ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED,
+	hired date NOT NULL
+);
+CREATE TABLE "Org ""x""".desks (staff integer, floor integer, UNIQUE (staff, floor),
+	FOREIGN KEY (staff) REFERENCES "Org ""x"""."Staff" ON UPDATE CASCADE);
+CREATE TABLE "Org ""x""".lamps (staff integer, floor integer,
+	CONSTRAINT "lamp's desk" FOREIGN KEY (staff, floor) REFERENCES "Org ""x""".desks (staff, floor) MATCH FULL);
+CREATE TABLE "Org ""x""".badges (staff integer);
+INSERT INTO "Org ""x"""."Staff" (boss, hired) VALUES (NULL, '2019-01-01'), (1, '2019-02-01'), (1, '2018-03-01');
+INSERT INTO "Org ""x""".desks VALUES (1, 1), (2, 1), (3, 2);
+INSERT INTO "Org ""x""".lamps VALUES (2, 1), (NULL, NULL);
+INSERT INTO "Org ""x""".badges VALUES (3), (99);
+ALTER TABLE "Org ""x""".badges ADD CONSTRAINT badge_staff FOREIGN KEY (staff) REFERENCES "Org ""x"""."Staff" NOT VALID;
+COMMENT ON CONSTRAINT "Boss" ON "Org ""x"""."Staff" IS 'who they report to';
+ALTER TABLE "Org ""x"""."Staff" CLUSTER ON "Staff_pkey", REPLICA IDENTITY USING INDEX "Staff_pkey";
+TRUNCATE before;
+INSERT INTO before SELECT * FROM schema_state('"Org ""x"""') s WHERE s NOT LIKE 'data %';
+SELECT step, action, detail FROM flake_migrate('"Org ""x"""."Staff"', 'Staff Id', rekey_from => 'hired')
+WHERE action IN ('drop constraint', 'add constraint', 'comment');
+-- only the types changed, and the mapping table is new
+SELECT * FROM schema_state('"Org ""x"""') s WHERE s NOT LIKE 'data %'
+EXCEPT SELECT * FROM before ORDER BY 1;
+SELECT * FROM before EXCEPT SELECT * FROM schema_state('"Org ""x"""') ORDER BY 1;
+SELECT indexrelid::regclass, indisclustered, indisreplident
+FROM pg_index WHERE indrelid = '"Org ""x"""."Staff"'::regclass;
+-- the rows follow their new ids; the row the NOT VALID key does not hold
+-- for is left alone
+SELECT m.old_id, s.boss = b."Staff Id" AS boss_followed, d.floor, l.floor AS lamp_floor
+FROM "Org ""x"""."Staff" s JOIN "Org ""x"""."Staff_flake_map" m ON m.new_id = s."Staff Id"
+LEFT JOIN "Org ""x"""."Staff" b ON b."Staff Id" = s.boss
+LEFT JOIN "Org ""x""".desks d ON d.staff = s."Staff Id"
+LEFT JOIN "Org ""x""".lamps l ON l.staff = s."Staff Id" ORDER BY s."Staff Id";
+SELECT staff = 99 AS orphan_kept, staff IN (SELECT new_id FROM "Org ""x"""."Staff_flake_map") AS rekeyed
+FROM "Org ""x""".badges ORDER BY 1;
+DROP SCHEMA "Org ""x""" CASCADE;
+
+------------------------------------------------------------------------
+-- CHECK constraints and index expressions on the columns that change
+-- are parsed again for the new type, with the ulidflake operators; and a
+-- sequence the key owns but does not draw from is no obstacle
+------------------------------------------------------------------------
+CREATE TABLE shop.nodes (id serial PRIMARY KEY CHECK (id IS NOT NULL), name text NOT NULL);
+CREATE TABLE shop.edges (src integer REFERENCES shop.nodes, dst integer REFERENCES shop.nodes,
+						 CHECK (src <> dst));
+CREATE INDEX edges_loops ON shop.edges (src) WHERE src <> dst;
+CREATE SEQUENCE shop.nodes_spare OWNED BY shop.nodes.id;
+INSERT INTO shop.nodes (name) VALUES ('a'), ('b');
+INSERT INTO shop.edges VALUES (1, 2), (2, 1);
+SELECT step, action FROM flake_migrate('shop.nodes', generator => 'ulidflake_next');
+SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'shop.edges'::regclass AND contype = 'c';
+SELECT pg_get_indexdef('shop.edges_loops'::regclass);
+INSERT INTO shop.edges SELECT min(id), min(id) FROM shop.nodes;
+SELECT to_regclass('shop.nodes_spare') IS NOT NULL AS spare_kept;
+DROP TABLE shop.edges, shop.nodes;
+
+------------------------------------------------------------------------
 -- refusals: each before anything changes
 ------------------------------------------------------------------------
 CREATE TABLE shop.r (id serial PRIMARY KEY, at timestamptz, n numeric, g int GENERATED ALWAYS AS (id * 2) STORED);
@@ -264,6 +328,49 @@ SELECT * FROM flake_migrate('shop.d');
 -- rekeying needs a unique key
 CREATE TABLE shop.nk (id serial, at timestamptz);
 SELECT * FROM flake_migrate('shop.nk', rekey_from => 'at');
+-- constraints and indexes that would refuse the new ids: a range that
+-- only small ids pass, operators an integer has and a ulidflake has not,
+-- and a function of integer
+CREATE FUNCTION shop.bucket(integer) RETURNS integer IMMUTABLE LANGUAGE sql AS 'SELECT $1 % 16';
+CREATE TABLE shop.small (id serial PRIMARY KEY CHECK (id BETWEEN 1 AND 2147483647), n integer CHECK (n > 0));
+CREATE TABLE shop.small_ref (small_id integer REFERENCES shop.small CHECK (small_id > 0));
+CREATE INDEX small_bucket ON shop.small_ref (shop.bucket(small_id));
+INSERT INTO shop.small (n) VALUES (1);
+SELECT * FROM flake_migrate('shop.small');
+SELECT * FROM flake_migrate('shop.small', generator => 'ulidflake_next');
+DROP INDEX shop.small_bucket;
+-- ... but not a constraint that does not hold for the row as it is
+ALTER TABLE shop.small DROP CONSTRAINT small_id_check,
+	ADD CONSTRAINT small_id_check CHECK (id < 0) NOT VALID;
+SELECT count(*) FROM flake_migrate('shop.small', dry_run => true);
+DROP TABLE shop.small_ref, shop.small;
+DROP FUNCTION shop.bucket(integer);
+-- a column that would get the new ids but also references another key
+CREATE TABLE shop.people (id integer PRIMARY KEY);
+CREATE TABLE shop.employees (id serial PRIMARY KEY REFERENCES shop.people, hired date);
+SELECT * FROM flake_migrate('shop.employees');
+DROP TABLE shop.employees;
+CREATE TABLE shop.teams (id serial PRIMARY KEY);
+CREATE TABLE shop.members (team integer REFERENCES shop.teams REFERENCES shop.people);
+SELECT * FROM flake_migrate('shop.teams', dry_run => true);
+DROP TABLE shop.members, shop.teams, shop.people;
+-- an identity sequence that another default draws from
+CREATE TABLE shop.idt (id integer GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY);
+CREATE TABLE shop.idt_too (id integer DEFAULT nextval('shop.idt_id_seq'));
+SELECT * FROM flake_migrate('shop.idt');
+DROP TABLE shop.idt_too, shop.idt;
+-- foreign keys whose triggers are disabled would come back enabled
+CREATE TABLE shop.quiet (id serial PRIMARY KEY);
+CREATE TABLE shop.quiet_ref (quiet_id integer REFERENCES shop.quiet);
+ALTER TABLE shop.quiet_ref DISABLE TRIGGER ALL;
+SELECT * FROM flake_migrate('shop.quiet');
+DROP TABLE shop.quiet_ref, shop.quiet;
+-- a unique index that is not valid does not make a key
+CREATE TABLE shop.dup (id integer NOT NULL, at timestamptz NOT NULL DEFAULT '2020-01-01');
+INSERT INTO shop.dup (id) VALUES (1), (1);
+CREATE UNIQUE INDEX CONCURRENTLY dup_id ON shop.dup (id);
+SELECT * FROM flake_migrate('shop.dup', rekey_from => 'at');
+DROP TABLE shop.dup;
 -- partitions
 CREATE TABLE shop.part (id serial, k int) PARTITION BY RANGE (k);
 CREATE TABLE shop.part_1 PARTITION OF shop.part FOR VALUES FROM (0) TO (10);
@@ -291,6 +398,12 @@ RESET ROLE;
 SELECT * FROM flake_migrate('shop.r', generator => 'uuid');
 SELECT * FROM flake_migrate('shop.r', col => 'n');
 SELECT * FROM flake_migrate('shop.r', generator => 'randflake_next', rekey_from => 'at');
+CREATE TABLE shop.small (id serial PRIMARY KEY CHECK (id < 100000));
+SELECT * FROM flake_migrate('shop.small');
+SELECT * FROM flake_migrate('shop.small', generator => 'ulidflake_next');
+CREATE TABLE shop.employees (id serial PRIMARY KEY REFERENCES shop.parent);
+SELECT * FROM flake_migrate('shop.employees');
+DROP TABLE shop.small, shop.employees;
 SET ROLE regress_flake_other;
 SELECT * FROM flake_migrate('shop.parent');
 RESET ROLE;

@@ -1,7 +1,7 @@
 # flake_migrate() on a larger scale: a 100k-row serial table rekeyed from its
 # time column with its children in two schemas; a migration that fails half
 # way and leaves schema and data as they were; a non-owner refused; and
-# randflake_next() where this build has it.
+# randflake_next(), with a check constraint its ids would fail.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -103,16 +103,19 @@ is( $node->safe_psql('postgres', q{
 		WHERE m.old_id = 4242}),
 	't', 'an old id from outside still reaches its row');
 
-# A failure half way: a check constraint that held for serial ids stops the
-# rekeying of a child after the parent's ids were rewritten.  Nothing of
-# the migration may remain.
+# A failure half way: a check constraint that held for the serial ids of
+# legacy logins stops the rekeying of a child after the parent's ids were
+# rewritten.  (flake_migrate tries check constraints beforehand on one row
+# of the table, the first, which is not a legacy one.)  Nothing of the
+# migration may remain.
 $node->safe_psql('postgres', q{
 	CREATE TABLE accounts (id serial PRIMARY KEY, opened timestamptz NOT NULL DEFAULT now());
-	CREATE TABLE logins (id bigserial PRIMARY KEY,
-						 account int REFERENCES accounts CHECK (account BETWEEN 1 AND 2147483647));
+	CREATE TABLE logins (id bigserial PRIMARY KEY, account int REFERENCES accounts,
+						 legacy boolean NOT NULL,
+						 CONSTRAINT logins_account_check CHECK (NOT legacy OR account BETWEEN 1 AND 2147483647));
 	INSERT INTO accounts (opened) SELECT '2023-01-01'::timestamptz + n * interval '1 min'
 	FROM generate_series(1, 1000) n;
-	INSERT INTO logins (account) SELECT 1 + n % 1000 FROM generate_series(1, 3000) n;
+	INSERT INTO logins (account, legacy) SELECT 1 + n % 1000, n > 1 FROM generate_series(1, 3000) n;
 });
 # pg_dump of the two tables and their sequences, without the random key of
 # the \restrict lines that newer minor releases print
@@ -171,34 +174,38 @@ is( $node->safe_psql('postgres', q{
 		WHERE attrelid = 'payments'::regclass AND attname = 'id'}),
 	q{integer|nextval('payments_id_seq'::regclass)}, 'the table is untouched');
 
-# randflake_next(): ids for new rows only.  Tested only when this build
-# provides the generator.
-SKIP:
-{
-	skip 'randflake_next() is not in this build', 4
-	  unless $node->safe_psql('postgres', q{SELECT to_regprocedure('randflake_next()') IS NOT NULL}) eq 't';
+# randflake_next(): ids for new rows only.
+$node->append_conf('postgresql.conf', "flake.randflake_secret = '000102030405060708090a0b0c0d0e0f'\n");
+$node->restart;
+$node->safe_psql('postgres', q{
+	CREATE TABLE tokens (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, t text);
+	INSERT INTO tokens (t) VALUES ('old');
+});
+is( $node->safe_psql('postgres', q{
+		SELECT string_agg(action, ',' ORDER BY step)
+		FROM flake_migrate('tokens', generator => 'randflake_next', dry_run => true)}),
+	'lock,note,drop identity,set default', 'dry run: a note that the ids are not ordered');
+is( $node->safe_psql('postgres', q{
+		SELECT detail FROM flake_migrate('tokens', generator => 'randflake_next') WHERE action = 'set default'}),
+	'ALTER TABLE public.tokens ALTER COLUMN id SET DEFAULT public.randflake_next()', 'migrated');
+is( $node->safe_psql('postgres', q{
+		INSERT INTO tokens (t) VALUES ('new');
+		SELECT count(*), count(*) FILTER (WHERE t = 'old' AND id = 1) FROM tokens}),
+	'2|1', 'new rows get randflake ids, the old row keeps its id');
+is( $node->safe_psql('postgres', q{
+		SELECT (randflake_decode(id)).ts > now() - interval '1 min' FROM tokens WHERE t = 'new'}),
+	't', 'the new id decodes to now');
 
-	$node->append_conf('postgresql.conf', "flake.randflake_secret = '000102030405060708090a0b0c0d0e0f'\n");
-	$node->restart;
-	$node->safe_psql('postgres', q{
-		CREATE TABLE tokens (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, t text);
-		INSERT INTO tokens (t) VALUES ('old');
-	});
-	is( $node->safe_psql('postgres', q{
-			SELECT string_agg(action, ',' ORDER BY step)
-			FROM flake_migrate('tokens', generator => 'randflake_next', dry_run => true)}),
-		'lock,note,drop identity,set default', 'dry run: a note that the ids are not ordered');
-	is( $node->safe_psql('postgres', q{
-			SELECT detail FROM flake_migrate('tokens', generator => 'randflake_next') WHERE action = 'set default'}),
-		'ALTER TABLE public.tokens ALTER COLUMN id SET DEFAULT public.randflake_next()', 'migrated');
-	is( $node->safe_psql('postgres', q{
-			INSERT INTO tokens (t) VALUES ('new');
-			SELECT count(*), count(*) FILTER (WHERE t = 'old' AND id = 1) FROM tokens}),
-		'2|1', 'new rows get randflake ids, the old row keeps its id');
-	is( $node->safe_psql('postgres', q{
-			SELECT (randflake_decode(id)).ts > now() - interval '1 min' FROM tokens WHERE t = 'new'}),
-		't', 'the new id decodes to now');
-}
+# randflake ids take any bigint value: a check that only positive ids
+# pass would refuse half of them
+$node->safe_psql('postgres', q{
+	CREATE TABLE grants (id serial PRIMARY KEY CHECK (id > 0));
+});
+($ret, $stdout, $stderr) = $node->psql('postgres', q{
+	SELECT * FROM flake_migrate('grants', generator => 'randflake_next')});
+like($stderr,
+	qr/ERROR:  flake_migrate: the ids of public\.randflake_next\(\) would not pass constraints or indexes\n.*check constraint grants_id_check on public\.grants is false for them in column id\.\n.*negative ones too/s,
+	'a check that randflake ids fail is found beforehand');
 
 $node->stop;
 done_testing();
