@@ -47,17 +47,26 @@ timestamp_bits(void)
 static void
 release_lease(int code, Datum arg)
 {
-	flake_release(&flake_shared->nodes[leased_node].node);
+	if (leased_node >= 0)
+		flake_release(&flake_shared->nodes[leased_node].node);
 	leased_node = -1;
 }
 
 static void
 lease_node(void)
 {
-	FlakeNode  *node = flake_lease(&flake_shared->nodes[0].node,
-								   sizeof(FlakeNodePadded),
-								   flake_shared->nnodes);
+	static bool release_registered = false;
+	FlakeNode  *node;
 
+	/* first, so that a failure here cannot strand a leased node */
+	if (!release_registered)
+	{
+		before_shmem_exit(release_lease, (Datum) 0);
+		release_registered = true;
+	}
+
+	node = flake_lease(&flake_shared->nodes[0].node, sizeof(FlakeNodePadded),
+					   flake_shared->nnodes);
 	if (node == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -67,7 +76,6 @@ lease_node(void)
 				 errhint("Widen flake.nodes, use fewer connections that generate ids, or pass an explicit node to flake_next(node).")));
 	leased_node = node->id;
 	leased_issued = 0;
-	before_shmem_exit(release_lease, (Datum) 0);
 }
 
 /*
