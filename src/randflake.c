@@ -42,6 +42,7 @@
 
 #define RANDFLAKE_KEY_LEN		16
 #define RANDFLAKE_MAX_TIME		((INT64CONST(1) << RANDFLAKE_TIME_BITS) - 1)
+#define RANDFLAKE_EPOCH_TEXT	"2024-10-27 03:33:20+00"	/* unix 1730000000 */
 #define RANDFLAKE_END_TEXT		"2058-11-05 17:10:23+00"
 #define RANDFLAKE_PUBLISH_EVERY	1024	/* ids; a power of 2 */
 
@@ -323,7 +324,7 @@ randflake_generate(int64 now)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("randflake_next() timestamp overflow"),
-				 errdetail("Randflake ids hold 30 bits of seconds since 2024-10-27 03:33:20+00, which ran out at " RANDFLAKE_END_TEXT ".")));
+				 errdetail("Randflake ids hold 30 bits of seconds since " RANDFLAKE_EPOCH_TEXT ", which ran out at " RANDFLAKE_END_TEXT ".")));
 	if (unlikely(RANDFLAKE_EPOCH_UNIX + second >
 				 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.randflake_s)))
 		flake_hwm_extend(FLAKE_HWM_RANDFLAKE, RANDFLAKE_EPOCH_UNIX + second);
@@ -359,7 +360,7 @@ randflake_next(PG_FUNCTION_ARGS)
 	if (unlikely(now < 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the system clock is before the randflake epoch (2024-10-27 03:33:20+00)")));
+				 errmsg("the system clock is before the randflake epoch (" RANDFLAKE_EPOCH_TEXT ")")));
 	batch_pos = RANDFLAKE_BATCH;
 	for (int i = 0; i < RANDFLAKE_BATCH; i++)
 		raw[i] = randflake_generate(now);
