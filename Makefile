@@ -9,7 +9,14 @@ MODULE_big = flake
 OBJS = src/flake.o src/settings.o src/shmem.o src/highwater.o src/lease.o \
 	src/clock.o src/entropy.o src/ulid_text.o src/ulidflake.o src/snowflake.o \
 	src/sparx.o src/randflake_text.o src/randflake.o
-DATA = sql/flake--1.0.sql
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" flake.control)
+
+# Install scripts: released versions are kept as they shipped; the current
+# version's script and the upgrade scripts are built from sql/parts, so the
+# migration functions live in one file (every upgrade replaces them whole).
+UPGRADES = $(patsubst sql/parts/upgrade--%.sql,sql/flake--%.sql,$(wildcard sql/parts/upgrade--*.sql))
+DATA = $(filter-out sql/flake--$(EXTVERSION).sql $(UPGRADES),$(wildcard sql/flake--*.sql))
+DATA_built = sql/flake--$(EXTVERSION).sql $(UPGRADES)
 PGFILEDESC = "flake - time-ordered 64-bit keys"
 
 # -Wextra with PostgreSQL's fmgr convention: every PG_FUNCTION_ARGS function
@@ -47,6 +54,16 @@ demo:
 
 bench:
 	test/bench/run
+
+sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/migrate.sql
+	{ echo '/* $(notdir $@), built by make from $^ */'; \
+	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
+	  cat $^; } > $@
+
+$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
+	{ echo '/* $(notdir $@), built by make from $^ */'; \
+	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
+	  cat $^; } > $@
 
 .PHONY: check-regress check-isolation check-tap check-unit test demo bench
 

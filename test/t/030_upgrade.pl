@@ -1,0 +1,78 @@
+# An install of version 1.0 updated with ALTER EXTENSION flake UPDATE has
+# exactly the objects of a fresh install of the current version.
+#
+# pg_dump leaves an extension's objects out of an ordinary dump; in
+# --binary-upgrade mode it writes every member object, which is what is
+# compared here (without the lines that pin object oids, which differ).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'\n");
+$node->start;
+
+my ($current) = slurp_file('flake.control') =~ /^default_version = '([^']+)'/m;
+ok($current, "the control file names the current version ($current)");
+isnt($current, '1.0', 'the current version is not 1.0');
+
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('postgres', 'CREATE DATABASE updated');
+$node->safe_psql('fresh', 'CREATE EXTENSION flake');
+$node->safe_psql('updated', q{CREATE EXTENSION flake VERSION '1.0'});
+is($node->safe_psql('updated', q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
+	'1.0', 'version 1.0 installs');
+$node->safe_psql('updated', 'ALTER EXTENSION flake UPDATE');
+is($node->safe_psql('updated', q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
+	$current, "ALTER EXTENSION flake UPDATE reaches $current");
+
+sub members
+{
+	my ($db) = @_;
+	my $dump = $node->basedir . "/$db.sql";
+	$node->command_ok(
+		[ 'pg_dump', '--schema-only', '--binary-upgrade', '--no-owner', '-f', $dump,
+		  '-d', $node->connstr($db) ],
+		"pg_dump --schema-only --binary-upgrade of $db");
+	# oids differ, and so does the random key of pg_dump's \restrict lines
+	my @lines = grep { !/binary_upgrade_set_next_|^\\(un)?restrict / }
+	  split /\n/, slurp_file($dump);
+	my $text = join("\n", @lines) . "\n";
+	open my $fh, '>', "$dump.members" or die "could not write $dump.members: $!";
+	print $fh $text;
+	close $fh;
+	return $text;
+}
+
+my $fresh = members('fresh');
+my $updated = members('updated');
+like($fresh, qr/CREATE FUNCTION public\.flake_next\(\)/, 'the dump lists the extension\'s objects');
+if ($fresh eq $updated)
+{
+	pass('an updated 1.0 install has the same objects as a fresh install');
+}
+else
+{
+	my ($diff) = run_command([ 'diff', '-u', map { $node->basedir . "/$_.sql.members" } 'fresh', 'updated' ]);
+	fail('an updated 1.0 install has the same objects as a fresh install');
+	diag($diff);
+}
+
+# The same comparison through the catalogs: every member with its definition.
+my $catalog = q{
+	SELECT string_agg(pg_describe_object(classid, objid, 0) || ': ' ||
+					  coalesce((SELECT pg_get_functiondef(oid) FROM pg_proc
+								   WHERE classid = 'pg_proc'::regclass AND oid = objid
+									 AND prokind <> 'a'), ''),
+					  E'\n' ORDER BY 1)
+	FROM pg_depend
+	WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'flake')};
+is($node->safe_psql('updated', $catalog), $node->safe_psql('fresh', $catalog),
+	'the same member objects with the same function definitions');
+
+$node->stop;
+done_testing();
