@@ -6,9 +6,7 @@
 
 EXTENSION = flake
 MODULE_big = flake
-OBJS = src/flake.o src/settings.o src/shmem.o src/highwater.o src/lease.o \
-	src/clock.o src/entropy.o src/ulid_text.o src/ulidflake.o src/snowflake.o \
-	src/sparx.o src/randflake_text.o src/randflake.o
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" flake.control)
 
 # Install scripts: released versions are kept as they shipped; the current
@@ -25,9 +23,9 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 
 # SQL behaviour, against a temporary instance with flake preloaded
 TEST_CONF = --temp-config=test/flake.conf --encoding=UTF8 --no-locale
-REGRESS = ulidflake ulidflake_index flake randflake migrate
+REGRESS = $(filter-out flake--%,$(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql))))
 REGRESS_OPTS = --temp-instance=tmp_check_regress $(TEST_CONF)
-ISOLATION = ulidflake_interleave flake_interleave migrate_concurrent
+ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_isolation $(TEST_CONF)
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

@@ -1,7 +1,9 @@
 --
 -- flake_next(): Snowflake ids, decoding, settings, leases
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS flake;
+RESET client_min_messages;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 

@@ -1,7 +1,9 @@
 --
 -- flake_migrate(): serial, bigserial and identity keys to generator ids
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS flake;
+RESET client_min_messages;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 

@@ -2,7 +2,9 @@
 -- randflake_next(): Randflake ids, the reference vectors, decoding, text form
 --
 SET client_min_messages = warning;
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS flake;
+RESET client_min_messages;
 RESET client_min_messages;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';

@@ -1,7 +1,9 @@
 --
 -- ulidflake: text and binary forms, casts, accessors, generation
 --
-CREATE EXTENSION flake;
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS flake;
+RESET client_min_messages;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 

@@ -1,7 +1,9 @@
 --
 -- ulidflake: index support and binary COPY
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS flake;
+RESET client_min_messages;
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 
