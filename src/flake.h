@@ -112,6 +112,7 @@ extern char *flake_nodes_string;
 extern char *flake_randflake_nodes_string;
 extern int	flake_max_borrow_ms;
 extern void flake_define_settings(void);
+extern bool flake_reject_setting(const char *name, const char *value);
 extern bool flake_parse_epoch(const char *str, int64 *unix_ms);
 extern int64 flake_nodes_count(const char *str, int bits);
 extern void flake_nodes_foreach(const char *str, int bits,

@@ -142,7 +142,7 @@ check_randflake_secret(char **newval, void **extra, GucSource source)
 			GUC_check_errdetail("The secret must be 32 hexadecimal digits (16 bytes); the value given has %zu characters%s.",
 								len, len == 2 * RANDFLAKE_KEY_LEN ? ", not all of them hexadecimal digits" : "");
 			GUC_check_errhint("Generate one with: openssl rand -hex 16");
-			return false;
+			return flake_reject_setting("flake.randflake_secret", NULL);
 		}
 		for (int i = 0; i < RANDFLAKE_KEY_LEN; i++)
 			secret.key[i] = (uint8) (hex_digit(value[2 * i]) << 4 |
