@@ -179,6 +179,18 @@ flake_next_node(PG_FUNCTION_ARGS)
 				 errhint("flake.node_bits = %d allows nodes 0 to %d.",
 						 flake_node_bits, (1 << flake_node_bits) - 1)));
 	flake_require_shared();
+
+	/*
+	 * The other nodes of the node space may be another server's: ids made
+	 * on them here could be the ones it makes.
+	 */
+	if (flake_shared->nodes[node].node.id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("node %d is not in flake.nodes", node),
+				 errdetail("This server generates on nodes \"%s\" only; other servers may generate on the others.",
+						   flake_nodes_string),
+				 errhint("Pass a node of flake.nodes, or widen flake.nodes (restart) where no other server uses the node.")));
 	PG_RETURN_INT64(snowflake_generate(node));
 }
 

@@ -88,6 +88,14 @@ is( $node->safe_psql('postgres', q{
 my ($ret, $stdout, $stderr) = $node->psql('postgres', 'SELECT flake_next(16)');
 like($stderr, qr/node 16 is out of range for flake_next\(\)/, 'the node space follows flake.node_bits');
 
+# explicit nodes are limited to flake.nodes
+($ret, $stdout, $stderr) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT flake_next(4)");
+like($stderr, qr/ERROR:  22023: node 4 is not in flake.nodes\nDETAIL:  This server generates on nodes "3,8-9" only/,
+	'flake_next(node) refuses a node outside flake.nodes, naming the range');
+like($stderr, qr/HINT:  .*flake.nodes/, 'the hint points to flake.nodes');
+is($node->safe_psql('postgres', 'SELECT flake_node(flake_next(9)), flake_node(flake_next(3))'), '9|3',
+	'flake_next(node) works on the nodes of flake.nodes, leased or not');
+
 # a reload with an invalid value is refused as PostgreSQL refuses any
 # other: the server keeps running with the old value
 my $log_start = -s $node->logfile;
