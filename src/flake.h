@@ -119,6 +119,18 @@ extern void flake_nodes_foreach(const char *str, int bits,
 								void (*add) (int64 lo, int64 hi, void *arg),
 								void *arg);
 
+/*
+ * The largest timestamp a flake_next() id holds, in milliseconds since
+ * flake.epoch: 63 bits less the node and sequence bits.  Timestamps are
+ * compared with it before they are shifted into place, since a wider one
+ * would wrap.
+ */
+static inline int64
+flake_max_timestamp(void)
+{
+	return (INT64CONST(1) << (63 - flake_node_bits - flake_sequence_bits)) - 1;
+}
+
 /* entropy.c */
 extern void flake_random_refill(void);
 extern uint8 flake_random_buf[];
