@@ -75,27 +75,20 @@ foreach my $layout ([ 0, 32 ], [ 16, 16 ])
 		'on explicit nodes too');
 }
 
-# with a recent epoch the same layouts work
+# with a recent epoch the same layouts work; and 0/1 (62 bits of timestamp,
+# beyond PostgreSQL's timestamps) from the default one
 my @t = gmtime(time - 86400);
 my $yesterday = sprintf('%04d-%02d-%02d', $t[5] + 1900, $t[4] + 1, $t[3]);
-foreach my $layout ([ 0, 32 ], [ 16, 16 ])
+foreach my $layout ([ 0, 32, "flake.epoch = '$yesterday'" ], [ 16, 16, "flake.epoch = '$yesterday'" ], [ 0, 1, '' ])
 {
-	my ($node_bits, $sequence_bits) = @$layout;
-	start_with("flake.node_bits = $node_bits\nflake.sequence_bits = $sequence_bits\nflake.epoch = '$yesterday'\n");
+	my ($node_bits, $sequence_bits, $epoch) = @$layout;
+	start_with("flake.node_bits = $node_bits\nflake.sequence_bits = $sequence_bits\n$epoch\n");
 	is( $node->safe_psql('postgres', q{
 			WITH g AS MATERIALIZED (SELECT flake_next() AS id FROM generate_series(1, 1000))
 			SELECT count(DISTINCT id), bool_and(abs(extract(epoch FROM flake_timestamp(id) - clock_timestamp())) < 60)
 			FROM g}),
-		'1000|t', "node_bits $node_bits, sequence_bits $sequence_bits: ids from a recent epoch");
+		'1000|t', "node_bits $node_bits, sequence_bits $sequence_bits: distinct ids near the clock");
 }
-
-# 0/1: 62 bits of timestamp, beyond PostgreSQL's timestamps
-start_with("flake.node_bits = 0\nflake.sequence_bits = 1\n");
-is( $node->safe_psql('postgres', q{
-		WITH g AS MATERIALIZED (SELECT flake_next() AS id FROM generate_series(1, 1000))
-		SELECT count(DISTINCT id), bool_and(abs(extract(epoch FROM flake_timestamp(id) - clock_timestamp())) < 60)
-		FROM g}),
-	'1000|t', 'node_bits 0, sequence_bits 1: ids near the clock');
 is( $node->safe_psql('postgres', q{
 		SET timezone = 'UTC';
 		SELECT flake_timestamp(flake_from_timestamp('294276-12-31 23:59:59.999+00'))}),
