@@ -150,6 +150,9 @@ flake_random_byte(void)
 	return flake_random_buf[flake_random_pos++];
 }
 
+/* logfilter.c */
+extern void flake_log_filter_init(void);
+
 /* randflake.c */
 extern void flake_define_randflake_secret(void);
 
