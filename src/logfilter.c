@@ -11,11 +11,11 @@
  * quote a piece of the statement ("syntax error at or near ...").  A
  * statement that sets flake.randflake_secret (ALTER SYSTEM, SET,
  * set_config(), ALTER DATABASE/ROLE ... SET) holds the key, and so can a
- * call of randflake_decode(id, key).
+ * call of randflake_decode(id, key) or randflake_key_fingerprint(key).
  *
  * An emit_log_hook rewrites every log entry about such a statement before
  * it is written.  A statement is recognised by its text: it mentions
- * randflake_secret or randflake_decode, in any case, in the statement, in
+ * randflake_secret, randflake_decode or randflake_key, in any case, in the statement, in
  * the entry's message (an error about the setting, as for EXECUTE of a
  * prepared set_config()), detail (the prepared statement's text), context
  * or internal query.  Such an entry goes without its STATEMENT line; the
@@ -41,7 +41,7 @@
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
 
-static const char *const key_words[] = {"randflake_secret", "randflake_decode"};
+static const char *const key_words[] = {"randflake_secret", "randflake_decode", "randflake_key"};
 
 /* Does text mention a key word, in any case? */
 static bool
