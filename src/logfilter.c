@@ -15,17 +15,17 @@
  *
  * An emit_log_hook rewrites every log entry about such a statement before
  * it is written.  A statement is recognised by its text: it mentions
- * randflake_secret, randflake_decode or randflake_key, in any case, in the statement, in
- * the entry's message (an error about the setting, as for EXECUTE of a
- * prepared set_config()), detail (the prepared statement's text), context
- * or internal query.  Such an entry goes without its STATEMENT line; the
- * statement's text in a message (statement logging) and what follows it is
- * replaced, and so is the detail there (bound parameters, the prepared
- * statement); pieces of the statement quoted in an error message with a
- * position are replaced; context and internal query are replaced.  The
- * client receives the same rewritten entry.  Text that does not name the
- * key this way (a key spelled out in a statement that does not) cannot be
- * told apart and is logged as usual.
+ * randflake_secret, randflake_decode or randflake_key, in any case, in the
+ * statement, or in the entry's message (an error about the setting, as
+ * for EXECUTE of a prepared set_config()), detail (the prepared
+ * statement's text), context or internal query.  Such an entry goes
+ * without its STATEMENT line; in a message that logs the statement, its
+ * text and what follows is replaced, and so is the detail (bound
+ * parameters, the prepared statement); in an error with a position, the
+ * quoted pieces of the statement are; context and internal query are
+ * replaced.  The client receives the same rewritten entry.  A key in a
+ * statement that names none of those words cannot be told apart and is
+ * logged as usual.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,7 +41,9 @@
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
 
-static const char *const key_words[] = {"randflake_secret", "randflake_decode", "randflake_key"};
+static const char *const key_words[] = {
+	"randflake_secret", "randflake_decode", "randflake_key"
+};
 
 /* Does text mention a key word, in any case? */
 static bool
@@ -60,14 +62,17 @@ mentions_key(const char *text)
 	return false;
 }
 
-/* Is the piece of len bytes at piece a substring of text? */
+/*
+ * Is the piece of len bytes at piece a substring of text, in any case (an
+ * error quotes identifiers folded to lower case)?
+ */
 static bool
 occurs_in(const char *piece, size_t len, const char *text)
 {
 	if (text == NULL || len == 0)
 		return false;
 	for (; *text != '\0'; text++)
-		if (strncmp(text, piece, len) == 0)
+		if (pg_strncasecmp(text, piece, len) == 0)
 			return true;
 	return false;
 }

@@ -40,6 +40,7 @@ my @statements = (
 	"ALTER ROLE app SET flake.randflake_secret = '" . key() . "'",
 	"ALTER SYSTEM SET flake.randflake_secret = 9" . key(),
 	"SELECT set_config('flake.randflake_secret', d" . key() . ", false)",
+	"SELECT set_config('flake.randflake_secret', D" . uc(key()) . ", false)",
 	"DO \$\$BEGIN PERFORM set_config('flake.randflake_secret', '" . key() . "', false); END\$\$",
 	"PREPARE p AS SELECT set_config('flake.randflake_secret', \$1, false); EXECUTE p('" . key() . "')",
 	"SELECT * FROM randflake_decode(1, decode('" . key() . "', 'hex')) WHERE nonsense",
