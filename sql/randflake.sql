@@ -64,6 +64,12 @@ SELECT randflake_parse('vvvvvvvvvvvvvv');
 -- keys other than 16 bytes are refused
 SELECT * FROM randflake_decode(1, '\x00'::bytea);
 SELECT * FROM randflake_decode(1, decode(repeat('00', 17), 'hex'));
+-- key fingerprints, as the server log names keys: HMAC-SHA256(key,
+-- 'flake randflake key fingerprint'), first 4 bytes
+SELECT randflake_key_fingerprint() AS server_key,
+	   randflake_key_fingerprint(decode('dffd6021bb2bd5b0af676290809ec3a5', 'hex')) AS given_key,
+	   randflake_key_fingerprint(decode('a1b2c3d4e5f60718293a4b5c6d7e8f90', 'hex')) AS other_key;
+SELECT randflake_key_fingerprint('\x00'::bytea);
 -- a wrong key gives wrong fields, never an error
 SELECT count(*) FILTER (WHERE d.node = v.node AND d.sequence = v.sequence
 						  AND d.ts = to_timestamp(v.unix_seconds)) AS matching_with_wrong_key,
@@ -98,6 +104,8 @@ SELECT current_setting('flake.randflake_secret');
 SELECT count(*) AS visible_in_pg_settings FROM pg_settings WHERE name = 'flake.randflake_secret';
 SELECT * FROM randflake_decode((SELECT id FROM randflake_ids LIMIT 1));
 SELECT randflake_sqlstate('SELECT randflake_next()') AS generate_as_plain_role;
+SELECT randflake_sqlstate('SELECT randflake_key_fingerprint()') AS fingerprint_as_plain_role;
+SELECT randflake_key_fingerprint(decode('dffd6021bb2bd5b0af676290809ec3a5', 'hex')) AS fingerprint_of_a_key;
 RESET ROLE;
 -- EXECUTE can be granted
 GRANT EXECUTE ON FUNCTION randflake_decode(bigint) TO randflake_reader;

@@ -21,6 +21,7 @@ void
 _PG_init(void)
 {
 	flake_define_settings();
+	flake_log_filter_init();
 
 	/*
 	 * Shared state can only be set up from shared_preload_libraries.  When

@@ -112,11 +112,24 @@ extern char *flake_nodes_string;
 extern char *flake_randflake_nodes_string;
 extern int	flake_max_borrow_ms;
 extern void flake_define_settings(void);
+extern bool flake_reject_setting(const char *name, const char *value);
 extern bool flake_parse_epoch(const char *str, int64 *unix_ms);
 extern int64 flake_nodes_count(const char *str, int bits);
 extern void flake_nodes_foreach(const char *str, int bits,
 								void (*add) (int64 lo, int64 hi, void *arg),
 								void *arg);
+
+/*
+ * The largest timestamp a flake_next() id holds, in milliseconds since
+ * flake.epoch: 63 bits less the node and sequence bits.  Timestamps are
+ * compared with it before they are shifted into place, since a wider one
+ * would wrap.
+ */
+static inline int64
+flake_max_timestamp(void)
+{
+	return (INT64CONST(1) << (63 - flake_node_bits - flake_sequence_bits)) - 1;
+}
 
 /* entropy.c */
 extern void flake_random_refill(void);
@@ -136,6 +149,9 @@ flake_random_byte(void)
 		flake_random_refill();
 	return flake_random_buf[flake_random_pos++];
 }
+
+/* logfilter.c */
+extern void flake_log_filter_init(void);
 
 /* randflake.c */
 extern void flake_define_randflake_secret(void);

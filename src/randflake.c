@@ -28,12 +28,15 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "common/hmac.h"
+#include "common/sha2.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "compat.h"
 #include "flake.h"
@@ -52,12 +55,17 @@
  */
 #define RANDFLAKE_SECRET_MASK	"********"
 
+/* See key_fingerprint. */
+#define RANDFLAKE_FINGERPRINT_LEN	4	/* bytes */
+#define RANDFLAKE_FINGERPRINT_INFO	"flake randflake key fingerprint"
+
 /* A parsed secret: the GUC "extra" of flake.randflake_secret. */
 typedef struct RandflakeSecret
 {
 	bool		set;
 	uint8		key[RANDFLAKE_KEY_LEN];
 	SparxKey	schedule;
+	char		fingerprint[2 * RANDFLAKE_FINGERPRINT_LEN + 1];
 } RandflakeSecret;
 
 /* A node this backend holds, and its last id as of this backend. */
@@ -93,6 +101,8 @@ static int64 high_second = -1;	/* the latest second this backend issued */
 PG_FUNCTION_INFO_V1(randflake_next);
 PG_FUNCTION_INFO_V1(randflake_decode);
 PG_FUNCTION_INFO_V1(randflake_decode_key);
+PG_FUNCTION_INFO_V1(randflake_key_fingerprint);
+PG_FUNCTION_INFO_V1(randflake_key_fingerprint_of);
 PG_FUNCTION_INFO_V1(randflake_encode_sql);
 PG_FUNCTION_INFO_V1(randflake_parse_sql);
 
@@ -106,6 +116,50 @@ hex_digit(char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+/*
+ * A short public name of a key, so that the log can say which key was in
+ * force when, and an operator can match a key to it: the first 4 bytes of
+ * HMAC-SHA256(key, "flake randflake key fingerprint"), in hex.  HMAC is a
+ * pseudo-random function of the key, so the fingerprint tells nothing of
+ * the key or its ids beyond telling keys apart (two keys share one with
+ * probability 2^-32), and it is not an encryption under Sparx, so it gives
+ * no plaintext-ciphertext pair of the cipher.  Writes "unknown" if HMAC
+ * fails (out of memory).
+ */
+static void
+key_fingerprint(const uint8 *key, char *out)
+{
+	ResourceOwner saved = CurrentResourceOwner;
+	ResourceOwner owner = NULL;
+	pg_hmac_ctx *ctx;
+	uint8		mac[PG_SHA256_DIGEST_LENGTH];
+	bool		ok;
+
+	/*
+	 * With OpenSSL, HMAC contexts belong to the current resource owner; the
+	 * postmaster and a backend between transactions have none.
+	 */
+	if (CurrentResourceOwner == NULL)
+		CurrentResourceOwner = owner = ResourceOwnerCreate(NULL, "flake key fingerprint");
+	ctx = pg_hmac_create(PG_SHA256);
+	ok = ctx != NULL &&
+		pg_hmac_init(ctx, key, RANDFLAKE_KEY_LEN) == 0 &&
+		pg_hmac_update(ctx, (const uint8 *) RANDFLAKE_FINGERPRINT_INFO,
+					   strlen(RANDFLAKE_FINGERPRINT_INFO)) == 0 &&
+		pg_hmac_final(ctx, mac, sizeof(mac)) == 0;
+	pg_hmac_free(ctx);
+	CurrentResourceOwner = saved;
+	if (owner != NULL)
+		ResourceOwnerDelete(owner);
+
+	if (!ok)
+		strlcpy(out, "unknown", 2 * RANDFLAKE_FINGERPRINT_LEN + 1);
+	else
+		for (int i = 0; i < RANDFLAKE_FINGERPRINT_LEN; i++)
+			snprintf(out + 2 * i, 3, "%02x", mac[i]);
+	explicit_bzero(mac, sizeof(mac));
 }
 
 /*
@@ -142,12 +196,13 @@ check_randflake_secret(char **newval, void **extra, GucSource source)
 			GUC_check_errdetail("The secret must be 32 hexadecimal digits (16 bytes); the value given has %zu characters%s.",
 								len, len == 2 * RANDFLAKE_KEY_LEN ? ", not all of them hexadecimal digits" : "");
 			GUC_check_errhint("Generate one with: openssl rand -hex 16");
-			return false;
+			return flake_reject_setting("flake.randflake_secret", NULL);
 		}
 		for (int i = 0; i < RANDFLAKE_KEY_LEN; i++)
 			secret.key[i] = (uint8) (hex_digit(value[2 * i]) << 4 |
 									 hex_digit(value[2 * i + 1]));
 		sparx64_key_schedule(&secret.schedule, secret.key);
+		key_fingerprint(secret.key, secret.fingerprint);
 		secret.set = true;
 	}
 
@@ -170,10 +225,42 @@ check_randflake_secret(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+static const char *
+fingerprint_or_none(const RandflakeSecret *secret)
+{
+	return secret != NULL && secret->set ? secret->fingerprint : "none";
+}
+
+/*
+ * Ids made under two keys are distinct only by chance, so the log records
+ * which key was in force from when, by fingerprint: once per change, by the
+ * postmaster (every backend re-reads the setting too), and at start.
+ */
 static void
 assign_randflake_secret(const char *newval, void *extra)
 {
-	randflake_secret = (const RandflakeSecret *) extra;
+	const RandflakeSecret *secret = (const RandflakeSecret *) extra;
+
+	if (!IsUnderPostmaster)
+	{
+		/* at start, the default comes first, then the configured key */
+		if (process_shared_preload_libraries_in_progress)
+		{
+			if (secret->set)
+				ereport(LOG,
+						(errmsg("flake.randflake_secret has key fingerprint %s",
+								secret->fingerprint)));
+		}
+		else if (randflake_secret != NULL &&
+				 (secret->set != randflake_secret->set ||
+				  memcmp(secret->key, randflake_secret->key, RANDFLAKE_KEY_LEN) != 0))
+			ereport(LOG,
+					(errmsg("flake.randflake_secret changed from key fingerprint %s to %s",
+							fingerprint_or_none(randflake_secret),
+							fingerprint_or_none(secret)),
+					 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with randflake_decode(id, old key), and ids made under the two keys are distinct only by chance.")));
+	}
+	randflake_secret = secret;
 	secret_generation++;
 }
 
@@ -396,6 +483,17 @@ randflake_decode(PG_FUNCTION_ARGS)
 	return decode_tuple(fcinfo, server_key(), PG_GETARG_INT64(0));
 }
 
+static void
+check_key_length(const bytea *key)
+{
+	if (VARSIZE_ANY_EXHDR(key) != RANDFLAKE_KEY_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a randflake key is %d bytes, not %zu",
+						RANDFLAKE_KEY_LEN, (size_t) VARSIZE_ANY_EXHDR(key)),
+				 errhint("Pass the secret as bytea, for example decode('<32 hex digits>', 'hex').")));
+}
+
 /*
  * Decode with a key given as bytea.  The schedule of the last key is kept
  * with the call site, so decoding a column with one key expands it once.
@@ -407,13 +505,7 @@ randflake_decode_key(PG_FUNCTION_ARGS)
 	bytea	   *key = PG_GETARG_BYTEA_PP(1);
 	RandflakeSecret *cache = (RandflakeSecret *) fcinfo->flinfo->fn_extra;
 
-	if (VARSIZE_ANY_EXHDR(key) != RANDFLAKE_KEY_LEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a randflake key is %d bytes, not %zu",
-						RANDFLAKE_KEY_LEN, (size_t) VARSIZE_ANY_EXHDR(key)),
-				 errhint("Pass the secret as bytea, for example decode('<32 hex digits>', 'hex').")));
-
+	check_key_length(key);
 	if (cache == NULL)
 	{
 		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RandflakeSecret));
@@ -426,6 +518,27 @@ randflake_decode_key(PG_FUNCTION_ARGS)
 		cache->set = true;
 	}
 	return decode_tuple(fcinfo, &cache->schedule, id);
+}
+
+/* The fingerprint of the server's secret (see key_fingerprint), or NULL. */
+Datum
+randflake_key_fingerprint(PG_FUNCTION_ARGS)
+{
+	if (randflake_secret == NULL || !randflake_secret->set)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(randflake_secret->fingerprint));
+}
+
+/* The fingerprint of a key given as bytea, to match it to the log. */
+Datum
+randflake_key_fingerprint_of(PG_FUNCTION_ARGS)
+{
+	bytea	   *key = PG_GETARG_BYTEA_PP(0);
+	char		fingerprint[2 * RANDFLAKE_FINGERPRINT_LEN + 1];
+
+	check_key_length(key);
+	key_fingerprint((const uint8 *) VARDATA_ANY(key), fingerprint);
+	PG_RETURN_TEXT_P(cstring_to_text(fingerprint));
 }
 
 Datum

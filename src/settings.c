@@ -10,7 +10,12 @@
  *
  * An invalid value of a custom setting would normally only draw a warning
  * and leave the default in place; flake refuses to start instead, since a
- * silently different layout or node set can produce colliding ids.
+ * silently different layout or node set can produce colliding ids.  Values
+ * that reach the check hooks are refused through flake_reject_setting();
+ * integers that do not parse or are out of range never reach a hook, so
+ * they are parsed before their setting is defined (strict_int).  Once
+ * running, a reload with an invalid value is refused as PostgreSQL refuses
+ * any other, and the old value stays.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,28 +38,93 @@ int			flake_max_borrow_ms = 1000;
 /* Fewer timestamp bits than this would wrap within a few weeks. */
 #define FLAKE_MIN_TIMESTAMP_BITS 31
 
+#define MIN_SEQUENCE_BITS	1
+#define MAX_SEQUENCE_BITS	(63 - FLAKE_MIN_TIMESTAMP_BITS)
+#define MAX_BORROW_MS		(3600 * 1000)
+
 /* The first value rejected while the settings were being defined. */
 static bool defining_settings = false;
 static char rejected_name[64];
 static char rejected_value[256];
+static bool rejected_value_hidden;
 static char rejected_detail[256];
 
 /*
- * Fail a check hook, and remember the first failure while the settings are
- * being defined so that flake_define_settings() can refuse to go on.
+ * Stop on an invalid value read at start: a FATAL error in the postmaster,
+ * an error in a backend that loads flake without preloading it.  value is
+ * NULL for a setting whose value must not be shown.
  */
-static bool
-reject(const char *name, const char *value)
+static void
+refuse(const char *name, const char *value, const char *detail)
+{
+	ereport(process_shared_preload_libraries_in_progress ? FATAL : ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 value ? errmsg("invalid value for parameter \"%s\": \"%s\"", name, value) :
+			 errmsg("invalid value for parameter \"%s\"", name),
+			 errdetail_internal("%s", detail),
+			 errhint("Correct it in postgresql.conf; flake does not start with a layout, node set or key other than the one configured.")));
+}
+
+/*
+ * Fail a check hook, and remember the first failure while the settings are
+ * being defined so that flake_define_settings() can refuse to go on.  value
+ * is NULL for a setting whose value must not be shown.
+ */
+bool
+flake_reject_setting(const char *name, const char *value)
 {
 	if (defining_settings && rejected_name[0] == '\0')
 	{
 		strlcpy(rejected_name, name, sizeof(rejected_name));
-		strlcpy(rejected_value, value, sizeof(rejected_value));
+		rejected_value_hidden = (value == NULL);
+		strlcpy(rejected_value, value ? value : "", sizeof(rejected_value));
 		strlcpy(rejected_detail,
 				GUC_check_errdetail_string ? GUC_check_errdetail_string : "",
 				sizeof(rejected_detail));
 	}
 	return false;
+}
+
+/*
+ * Read an integer setting as given at start, before it is defined: a value
+ * that does not parse (units included, for a setting with a unit) or is
+ * out of range is refused, where PostgreSQL would warn and use the default.
+ * Returns false when the setting is not set.
+ */
+static bool
+strict_int(const char *name, int min, int max, int flags, int *value)
+{
+	const char *raw = GetConfigOption(name, true, false);
+	char		detail[160];
+
+	if (raw == NULL)
+		return false;
+	if (parse_int(raw, value, flags, NULL) && *value >= min && *value <= max)
+		return true;
+	if (flags & GUC_UNIT_MS)
+		snprintf(detail, sizeof(detail),
+				 "%s must be a duration between %d and %d ms; units are us, ms, s, min, h and d.",
+				 name, min, max);
+	else
+		snprintf(detail, sizeof(detail),
+				 "%s must be an integer between %d and %d.", name, min, max);
+	refuse(name, raw, detail);
+	return false;				/* not reached */
+}
+
+/*
+ * Define an integer setting, after checking its value strictly: see
+ * strict_int.
+ */
+static void
+define_int(const char *name, const char *short_desc, const char *long_desc,
+		   int *var, int boot, int min, int max, GucContext context, int flags)
+{
+	int			value;
+
+	(void) strict_int(name, min, max, flags, &value);
+	DefineCustomIntVariable(name, short_desc, long_desc, var, boot, min, max,
+							context, flags, NULL, NULL, NULL);
 }
 
 /* Read exactly n decimal digits. */
@@ -165,12 +235,18 @@ check_epoch(char **newval, void **extra, GucSource source)
 	if (!flake_parse_epoch(*newval, &unix_ms))
 	{
 		GUC_check_errdetail("flake.epoch must be a UTC timestamp such as \"2015-01-01 00:00:00+00\".");
-		return reject("flake.epoch", *newval);
+		return flake_reject_setting("flake.epoch", *newval);
 	}
 	if (unix_ms < 0)
 	{
 		GUC_check_errdetail("flake.epoch must not be before 1970-01-01.");
-		return reject("flake.epoch", *newval);
+		return flake_reject_setting("flake.epoch", *newval);
+	}
+	/* ids before the epoch cannot be made: a future epoch is a mistake */
+	if (unix_ms > flake_clock_unix_ms())
+	{
+		GUC_check_errdetail("flake.epoch must not be later than the system clock.");
+		return flake_reject_setting("flake.epoch", *newval);
 	}
 	return true;
 }
@@ -253,7 +329,7 @@ check_node_list(const char *name, const char *value, int bits, const char *space
 		return true;
 	GUC_check_errdetail("%s (%s allows nodes 0 to " INT64_FORMAT ").",
 						problem, space, (INT64CONST(1) << bits) - 1);
-	return reject(name, value);
+	return flake_reject_setting(name, value);
 }
 
 static bool
@@ -270,34 +346,6 @@ check_randflake_nodes(char **newval, void **extra, GucSource source)
 {
 	return check_node_list("flake.randflake_nodes", *newval,
 						   RANDFLAKE_NODE_BITS, "the randflake layout");
-}
-
-/*
- * Range checks of the bit counts.  They are check hooks rather than the
- * settings' min and max, so that a bad value stops the server (see reject).
- */
-static bool
-check_bits(const char *name, int value, int min, int max)
-{
-	char		text[32];
-
-	if (value >= min && value <= max)
-		return true;
-	GUC_check_errdetail("%s must be between %d and %d.", name, min, max);
-	snprintf(text, sizeof(text), "%d", value);
-	return reject(name, text);
-}
-
-static bool
-check_node_bits(int *newval, void **extra, GucSource source)
-{
-	return check_bits("flake.node_bits", *newval, 0, FLAKE_MAX_NODE_BITS);
-}
-
-static bool
-check_sequence_bits(int *newval, void **extra, GucSource source)
-{
-	return check_bits("flake.sequence_bits", *newval, 1, 63 - FLAKE_MIN_TIMESTAMP_BITS);
 }
 
 static void
@@ -348,20 +396,10 @@ read_postmaster_settings(void)
 	}
 	else
 		flake_epoch_string = "2015-01-01 00:00:00+00";
-	if ((value = GetConfigOption("flake.node_bits", true, false)) != NULL)
-	{
-		if (!parse_int(value, &bits, 0, NULL))
-			bits = -1;
-		if (check_node_bits(&bits, NULL, PGC_S_FILE))
-			flake_node_bits = bits;
-	}
-	if ((value = GetConfigOption("flake.sequence_bits", true, false)) != NULL)
-	{
-		if (!parse_int(value, &bits, 0, NULL))
-			bits = -1;
-		if (check_sequence_bits(&bits, NULL, PGC_S_FILE))
-			flake_sequence_bits = bits;
-	}
+	if (strict_int("flake.node_bits", 0, FLAKE_MAX_NODE_BITS, 0, &bits))
+		flake_node_bits = bits;
+	if (strict_int("flake.sequence_bits", MIN_SEQUENCE_BITS, MAX_SEQUENCE_BITS, 0, &bits))
+		flake_sequence_bits = bits;
 	copy = pstrdup((value = GetConfigOption("flake.nodes", true, false)) ? value : "");
 	if (check_nodes(&copy, NULL, PGC_S_FILE))
 		flake_nodes_string = copy;
@@ -385,20 +423,18 @@ flake_define_settings(void)
 								   "2015-01-01 00:00:00+00",
 								   PGC_POSTMASTER, 0,
 								   check_epoch, assign_epoch, NULL);
-		DefineCustomIntVariable("flake.node_bits",
-								"Bits of a flake_next() id that hold the node.",
-								NULL,
-								&flake_node_bits,
-								10, 0, 63,
-								PGC_POSTMASTER, 0,
-								check_node_bits, NULL, NULL);
-		DefineCustomIntVariable("flake.sequence_bits",
-								"Bits of a flake_next() id that hold the sequence within a millisecond.",
-								NULL,
-								&flake_sequence_bits,
-								12, 0, 63,
-								PGC_POSTMASTER, 0,
-								check_sequence_bits, NULL, NULL);
+		define_int("flake.node_bits",
+				   "Bits of a flake_next() id that hold the node.",
+				   NULL,
+				   &flake_node_bits,
+				   10, 0, FLAKE_MAX_NODE_BITS,
+				   PGC_POSTMASTER, 0);
+		define_int("flake.sequence_bits",
+				   "Bits of a flake_next() id that hold the sequence within a millisecond.",
+				   NULL,
+				   &flake_sequence_bits,
+				   12, MIN_SEQUENCE_BITS, MAX_SEQUENCE_BITS,
+				   PGC_POSTMASTER, 0);
 		DefineCustomStringVariable("flake.nodes",
 								   "Nodes this server may lease to flake_next(), such as 0-511 or 3,8-15.",
 								   "Empty means the whole node space. Servers that share keys need disjoint sets.",
@@ -417,28 +453,23 @@ flake_define_settings(void)
 	else
 		read_postmaster_settings();
 	flake_define_randflake_secret();
-	DefineCustomIntVariable("flake.max_borrow",
-							"How far flake_next() ids may run ahead of the clock.",
-							"When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
-							&flake_max_borrow_ms,
-							1000, 0, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS,
-							NULL, NULL, NULL);
+	define_int("flake.max_borrow",
+			   "How far flake_next() ids may run ahead of the clock.",
+			   "When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
+			   &flake_max_borrow_ms,
+			   1000, 0, MAX_BORROW_MS,
+			   PGC_SIGHUP, GUC_UNIT_MS);
 	defining_settings = false;
 
 	if (rejected_name[0] != '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for parameter \"%s\": \"%s\"",
-						rejected_name, rejected_value),
-				 errdetail_internal("%s", rejected_detail),
-				 errhint("Correct it in postgresql.conf; flake does not start with a layout or node set other than the one configured.")));
+		refuse(rejected_name, rejected_value_hidden ? NULL : rejected_value,
+			   rejected_detail);
 	if (63 - flake_node_bits - flake_sequence_bits < FLAKE_MIN_TIMESTAMP_BITS)
-		ereport(ERROR,
+		ereport(process_shared_preload_libraries_in_progress ? FATAL : ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("flake.node_bits (%d) and flake.sequence_bits (%d) leave %d timestamp bits",
 						flake_node_bits, flake_sequence_bits,
 						63 - flake_node_bits - flake_sequence_bits),
 				 errdetail("A flake_next() id needs at least %d bits of timestamp (about 24 days of milliseconds); node and sequence bits may add up to at most %d.",
-						   FLAKE_MIN_TIMESTAMP_BITS, 63 - FLAKE_MIN_TIMESTAMP_BITS)));
+						   FLAKE_MIN_TIMESTAMP_BITS, MAX_SEQUENCE_BITS)));
 }

@@ -103,7 +103,9 @@ flake_shmem_startup(void)
 		uint64		randflake_floor = 0;
 
 		flake_hwm_read(&snowflake_hwm, &randflake_hwm);
-		floor_ms = snowflake_hwm - flake_epoch_unix_ms;
+		/* a mark past the layout's end (another epoch?) must not wrap */
+		floor_ms = Min(snowflake_hwm - flake_epoch_unix_ms,
+					   flake_max_timestamp() + 1);
 		if (floor_ms >= 0)
 			floor = ((uint64) floor_ms << flake_sequence_bits) |
 				(((uint64) 1 << flake_sequence_bits) - 1);

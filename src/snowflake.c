@@ -44,6 +44,45 @@ timestamp_bits(void)
 	return 63 - flake_node_bits - flake_sequence_bits;
 }
 
+/*
+ * Milliseconds since flake.epoch as a timestamptz.  With few node and
+ * sequence bits, ids reach beyond PostgreSQL's timestamps (294276 AD):
+ * returns false for those.
+ */
+static bool
+ms_to_timestamptz(int64 ms, TimestampTz *result)
+{
+	/* ms < 2^63 less the epoch, which is not in the future: no overflow */
+	int64		unix_ms = flake_epoch_unix_ms + ms;
+
+	if (unix_ms >= END_TIMESTAMP / 1000 + FLAKE_PG_EPOCH_UNIX_MS)
+		return false;
+	*result = flake_unix_ms_to_timestamptz(unix_ms);
+	return true;
+}
+
+/* The last millisecond of the layout, or of PostgreSQL's timestamps. */
+static const char *
+layout_end_text(void)
+{
+	TimestampTz end;
+
+	if (!ms_to_timestamptz(flake_max_timestamp(), &end))
+		end = END_TIMESTAMP - 1;
+	return pstrdup(timestamptz_to_str(end));
+}
+
+static void
+timestamp_overflow(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("flake_next() timestamp overflow"),
+			 errdetail("With flake.node_bits = %d and flake.sequence_bits = %d, ids hold %d bits of milliseconds since flake.epoch, which ran out at %s.",
+					   flake_node_bits, flake_sequence_bits, timestamp_bits(),
+					   layout_end_text())));
+}
+
 static void
 release_lease(int code, Datum arg)
 {
@@ -94,7 +133,7 @@ snowflake_generate(int node_id)
 {
 	FlakeNode  *node = &flake_shared->nodes[node_id].node;
 	int			seq_bits = flake_sequence_bits;
-	int64		max_ts = (INT64CONST(1) << timestamp_bits()) - 1;
+	int64		max_ts = flake_max_timestamp();
 	uint64		last = pg_atomic_read_u64(&node->last);
 	uint64		next;
 	int64		next_ts;
@@ -110,8 +149,16 @@ snowflake_generate(int node_id)
 					 errmsg("the system clock is before flake.epoch (%s)",
 							flake_epoch_string)));
 
+		/*
+		 * Past the layout's end, the shift below would wrap.  last + 1 does
+		 * not wrap: last holds a timestamp of at most max_ts + 1.
+		 */
+		if (unlikely(now > max_ts))
+			timestamp_overflow();
 		next = Max(last + 1, (uint64) now << seq_bits);
 		next_ts = (int64) (next >> seq_bits);
+		if (unlikely(next_ts > max_ts))
+			timestamp_overflow();
 		ahead = next_ts - now;
 
 		if (unlikely(ahead > flake_max_borrow_ms &&
@@ -131,14 +178,6 @@ snowflake_generate(int node_id)
 			last = pg_atomic_read_u64(&node->last);
 			continue;
 		}
-
-		if (unlikely(next_ts > max_ts))
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("flake_next() timestamp overflow"),
-					 errdetail("With flake.node_bits = %d and flake.sequence_bits = %d, ids hold %d bits of milliseconds since flake.epoch, which ran out at %s.",
-							   flake_node_bits, flake_sequence_bits, timestamp_bits(),
-							   timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms + max_ts)))));
 
 		if (unlikely(next_ts + flake_epoch_unix_ms >
 					 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.snowflake_ms)))
@@ -179,6 +218,18 @@ flake_next_node(PG_FUNCTION_ARGS)
 				 errhint("flake.node_bits = %d allows nodes 0 to %d.",
 						 flake_node_bits, (1 << flake_node_bits) - 1)));
 	flake_require_shared();
+
+	/*
+	 * The other nodes of the node space may be another server's: ids made
+	 * on them here could be the ones it makes.
+	 */
+	if (flake_shared->nodes[node].node.id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("node %d is not in flake.nodes", node),
+				 errdetail("This server generates on nodes \"%s\" only; other servers may generate on the others.",
+						   flake_nodes_string),
+				 errhint("Pass a node of flake.nodes, or widen flake.nodes (restart) where no other server uses the node.")));
 	PG_RETURN_INT64(snowflake_generate(node));
 }
 
@@ -204,8 +255,15 @@ checked_id(int64 id)
 static TimestampTz
 id_timestamp(int64 id)
 {
-	return flake_unix_ms_to_timestamptz(flake_epoch_unix_ms +
-										(id >> (flake_node_bits + flake_sequence_bits)));
+	TimestampTz result;
+
+	if (!ms_to_timestamptz(id >> (flake_node_bits + flake_sequence_bits), &result))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp of flake id " INT64_FORMAT " is out of range", id),
+				 errdetail("With flake.node_bits = %d and flake.sequence_bits = %d, its timestamp lies beyond PostgreSQL's timestamps.",
+						   flake_node_bits, flake_sequence_bits)));
+	return result;
 }
 
 static int32
@@ -263,7 +321,7 @@ Datum
 flake_from_timestamp(PG_FUNCTION_ARGS)
 {
 	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
-	int64		max_ts = (INT64CONST(1) << timestamp_bits()) - 1;
+	int64		max_ts = flake_max_timestamp();
 	int64		ms = 0;
 
 	if (!TIMESTAMP_NOT_FINITE(ts))
@@ -275,6 +333,7 @@ flake_from_timestamp(PG_FUNCTION_ARGS)
 						pstrdup(timestamptz_to_str(ts))),
 				 errhint("flake ids cover %s to %s.",
 						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms))),
-						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms + max_ts))))));
+						 layout_end_text())));
+	/* checked against max_ts first: the shift cannot wrap */
 	PG_RETURN_INT64(ms << (flake_node_bits + flake_sequence_bits));
 }

@@ -67,7 +67,7 @@ my $catalog = q{
 					  coalesce((SELECT pg_get_functiondef(oid) FROM pg_proc
 								   WHERE classid = 'pg_proc'::regclass AND oid = objid
 									 AND prokind <> 'a'), ''),
-					  E'\n' ORDER BY 1)
+					  E'\n' ORDER BY pg_describe_object(classid, objid, 0))
 	FROM pg_depend
 	WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
 	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'flake')};
