@@ -134,8 +134,9 @@ extern void flake_release(FlakeNode *node);
 
 /* highwater.c */
 extern void flake_hwm_read(FlakeMarks *marks);
+extern void flake_hwm_write(const FlakeMarks *marks);
 extern void flake_hwm_current(FlakeMarks *marks);
-extern void flake_hwm_raise(const FlakeMarks *marks);
+extern void flake_hwm_publish(const FlakeMarks *marks);
 
 /* wal.c */
 typedef enum FlakeHwm

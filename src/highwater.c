@@ -4,9 +4,9 @@
  *	  The persisted high-water marks of issued timestamps.
  *
  * Before an id with a timestamp beyond its family's high-water mark is
- * returned, the mark is moved a chunk further ahead, logged in WAL (wal.c)
- * and written to a small file in the data directory (as sequences log ahead
- * of the values they hand out).  After a restart or crash, generation
+ * returned, the mark is moved a chunk further ahead, written to a small file
+ * in the data directory and logged in WAL (wal.c), as sequences log ahead of
+ * the values they hand out.  After a restart or crash, generation
  * resumes above the marks, so no id is reissued even when the clock has
  * been set back meanwhile.  One write per chunk keeps fsyncs off the hot
  * path.
@@ -24,7 +24,6 @@
 
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
-#include "storage/lwlock.h"
 
 #include "flake.h"
 
@@ -123,9 +122,10 @@ flake_hwm_read(FlakeMarks *marks)
  * Replace the file: write a temporary file, fsync it, rename it over the
  * old one and fsync the directory.  Until the rename the old file stands;
  * a temporary file left behind by a failure is removed at the next start.
+ * The caller holds flake_shared->lock exclusively.
  */
-static void
-hwm_write(const FlakeMarks *marks)
+void
+flake_hwm_write(const FlakeMarks *marks)
 {
 	FlakeHwmFile data;
 	int			fd;
@@ -176,26 +176,13 @@ flake_hwm_current(FlakeMarks *marks)
 }
 
 /*
- * Raise the marks to at least those given: first in the file, then in
- * shared memory, where generators read them.  Marks never go down.  The
- * caller holds flake_shared->lock exclusively.
+ * Give the marks to the generators, once they are persisted.  The caller
+ * holds flake_shared->lock exclusively.
  */
 void
-flake_hwm_raise(const FlakeMarks *marks)
+flake_hwm_publish(const FlakeMarks *marks)
 {
-	FlakeMarks	current;
-	FlakeMarks	next;
-
-	Assert(LWLockHeldByMeInMode(flake_shared->lock, LW_EXCLUSIVE));
-	flake_hwm_current(&current);
-	next.snowflake_unix_ms = Max(current.snowflake_unix_ms, marks->snowflake_unix_ms);
-	next.randflake_unix_s = Max(current.randflake_unix_s, marks->randflake_unix_s);
-	next.ulidflake_unix_ms = Max(current.ulidflake_unix_ms, marks->ulidflake_unix_ms);
-	if (memcmp(&next, &current, sizeof(next)) == 0)
-		return;
-
-	hwm_write(&next);
-	pg_atomic_write_u64(&flake_shared->hwm.value.snowflake_ms, (uint64) next.snowflake_unix_ms);
-	pg_atomic_write_u64(&flake_shared->hwm.value.randflake_s, (uint64) next.randflake_unix_s);
-	pg_atomic_write_u64(&flake_shared->hwm.value.ulidflake_ms, (uint64) next.ulidflake_unix_ms);
+	pg_atomic_write_u64(&flake_shared->hwm.value.snowflake_ms, (uint64) marks->snowflake_unix_ms);
+	pg_atomic_write_u64(&flake_shared->hwm.value.randflake_s, (uint64) marks->randflake_unix_s);
+	pg_atomic_write_u64(&flake_shared->hwm.value.ulidflake_ms, (uint64) marks->ulidflake_unix_ms);
 }

@@ -3,13 +3,15 @@
  * wal.c
  *	  Moving the high-water marks ahead, and carrying them in WAL.
  *
- * Each time a family's mark moves a chunk ahead, all three marks are
- * logged in a WAL record of flake's own resource manager and the record is
- * flushed before flake.hwm is replaced and the ids are handed out.  Replay
- * raises the marks (in shared memory and in flake.hwm) wherever WAL is
- * replayed: on a standby, in crash recovery, and when a base backup is
- * restored with its WAL.  So a promoted standby or a restored server
- * starts above every id issued before the last record it replayed.
+ * Each time a family's mark moves a chunk ahead, flake.hwm is replaced and
+ * all three marks are logged in a WAL record of flake's own resource
+ * manager; the record is flushed before the generators see the new mark
+ * and hand out ids under it.  (The file comes first, so that a full data
+ * directory fails the move before anything is logged.)  Replay raises the
+ * marks, in flake.hwm and in shared memory, wherever WAL is replayed: on a
+ * standby, in crash recovery, and when a base backup is restored with its
+ * WAL.  So a promoted standby or a restored server starts above every id
+ * issued before the last record it replayed.
  *
  * Replaying these records needs flake in shared_preload_libraries; see the
  * README for what happens without it.
@@ -42,15 +44,26 @@ static void
 flake_redo(XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
-	FlakeMarks	marks;
+	FlakeMarks	logged;
+	FlakeMarks	current;
+	FlakeMarks	next;
 
-	if (info != XLOG_FLAKE_MARKS || XLogRecGetDataLen(record) != sizeof(marks))
+	if (info != XLOG_FLAKE_MARKS || XLogRecGetDataLen(record) != sizeof(logged))
 		elog(PANIC, "flake_redo: unknown record: info %u, length %u",
 			 info, XLogRecGetDataLen(record));
-	memcpy(&marks, XLogRecGetData(record), sizeof(marks));
+	memcpy(&logged, XLogRecGetData(record), sizeof(logged));
 
+	/* marks never go down: a record replayed again changes nothing */
 	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
-	flake_hwm_raise(&marks);
+	flake_hwm_current(&current);
+	next.snowflake_unix_ms = Max(current.snowflake_unix_ms, logged.snowflake_unix_ms);
+	next.randflake_unix_s = Max(current.randflake_unix_s, logged.randflake_unix_s);
+	next.ulidflake_unix_ms = Max(current.ulidflake_unix_ms, logged.ulidflake_unix_ms);
+	if (memcmp(&next, &current, sizeof(next)) != 0)
+	{
+		flake_hwm_write(&next);
+		flake_hwm_publish(&next);
+	}
 	LWLockRelease(flake_shared->lock);
 }
 
@@ -92,7 +105,7 @@ flake_wal_register(void)
 /*
  * Make sure the persisted mark of a family covers value (its timestamp unit)
  * before an id with that timestamp is returned: move it a chunk beyond
- * value, log and flush that in WAL, then replace the file.
+ * value in the file and in WAL, then give it to the generators.
  */
 void
 flake_hwm_extend(FlakeHwm which, int64 value)
@@ -126,11 +139,12 @@ flake_hwm_extend(FlakeHwm which, int64 value)
 		XLogRecPtr	lsn;
 
 		*mark = value + chunk;
+		flake_hwm_write(&marks);
 		XLogBeginInsert();
 		XLogRegisterData((char *) &marks, sizeof(marks));
 		lsn = XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_MARKS);
 		XLogFlush(lsn);
-		flake_hwm_raise(&marks);
+		flake_hwm_publish(&marks);
 	}
 	LWLockRelease(flake_shared->lock);
 }

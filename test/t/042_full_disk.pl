@@ -3,8 +3,9 @@
 # elsewhere, so that what fills up is the mark file's filesystem and not
 # WAL's.  A generator that must move a mark fails with an error and returns
 # no id; the mark file is replaced whole or not at all, so the server starts
-# again (whether the file existed before or not) and continues above every
-# id issued; a temporary file left behind is removed at start.
+# again (whether the file existed before or not, after a crash on the full
+# disk too) and continues above every id issued; a temporary file left
+# behind is removed at start.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -27,6 +28,7 @@ $node->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
 flake.randflake_secret = '000102030405060708090a0b0c0d0e0f'
 flake.max_borrow = '60s'
 autovacuum = off
+restart_after_crash = on
 });
 my $clock = FlakeClock->new($node);
 $node->start;
@@ -91,6 +93,15 @@ $clock->set('+30s');
 generators_fail('a mark file in place');
 is(slurp_file($hwm), $file_before, 'the mark file is unchanged');
 ok(!-e "$hwm.tmp", 'no temporary file was left behind');
+
+# a failed move leaves nothing for crash recovery to replay into the file
+my $victim = $node->background_psql('postgres');
+my $pid = $victim->query_safe('SELECT pg_backend_pid()');
+kill 'KILL', $pid;
+$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+like(slurp_file($node->logfile), qr/all server processes terminated; reinitializing/,
+	'the server went through crash recovery on the full disk');
+$victim->quit;
 
 # a temporary file that a crash could leave is removed at start
 unlink $filler;
