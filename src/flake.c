@@ -28,10 +28,13 @@ _PG_init(void)
 	 * loaded later, flake_next() refuses to run and ulidflake_next() keeps
 	 * its state per backend.  The prefix is reserved only then: reserving it
 	 * later would drop the server-start settings that decoding still reads.
+	 * flake's WAL records can be replayed only with its resource manager
+	 * registered, which also happens only here.
 	 */
 	if (process_shared_preload_libraries_in_progress)
 	{
 		flake_shmem_init();
+		flake_wal_register();
 		MarkGUCPrefixReserved("flake");
 	}
 }

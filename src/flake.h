@@ -30,6 +30,23 @@
 #define FLAKE_HWM_CHUNK_MS 1000
 #define FLAKE_HWM_CHUNK_S 10
 
+/* The ulidflake layout, which shared memory needs for its floor. */
+#define ULID_EPOCH_UNIX_MS	INT64CONST(1704067200000)	/* 2024-01-01 */
+#define ULID_ENTROPY_BITS	20
+#define ULID_MAX_ENTROPY	((INT64CONST(1) << ULID_ENTROPY_BITS) - 1)
+
+/*
+ * The high-water marks of the three families: no id with a later timestamp
+ * has been issued.  This is what flake.hwm holds and what flake's WAL
+ * records carry.
+ */
+typedef struct FlakeMarks
+{
+	int64		snowflake_unix_ms;	/* flake_next() */
+	int64		randflake_unix_s;	/* randflake_next() */
+	int64		ulidflake_unix_ms;	/* ulidflake_next(), both forms */
+} FlakeMarks;
+
 /*
  * One node of a family's node space.  The Snowflake family has one for
  * every node, each on a cache line of its own so that backends generating
@@ -72,11 +89,19 @@ typedef struct FlakeSharedState
 		{
 			pg_atomic_uint64 snowflake_ms;	/* Unix ms */
 			pg_atomic_uint64 randflake_s;	/* Unix seconds */
+			pg_atomic_uint64 ulidflake_ms;	/* Unix ms */
 		}			value;
 		char		pad[PG_CACHE_LINE_SIZE];
 	}			hwm;
 	LWLock	   *lock;
-	/* Unix seconds: the randflake high-water mark when the server started */
+
+	/*
+	 * Whether the nodes' floors have been raised to the marks as they stood
+	 * when recovery ended (WAL replay may raise the marks after shared memory
+	 * was set up from flake.hwm).  Under the lock.
+	 */
+	bool		floors_final;
+	/* seconds since the Randflake epoch: no Randflake id at or below it */
 	int64		randflake_floor_s;
 	int			nnodes;			/* 1 << flake.node_bits */
 	int			nrandflake;		/* nodes in flake.randflake_nodes */
@@ -86,21 +111,42 @@ typedef struct FlakeSharedState
 
 /* shmem.c */
 extern FlakeSharedState *flake_shared;
+extern bool flake_recovery_checked;
 extern void flake_shmem_init(void);
 extern void flake_require_shared(void);
+extern void flake_check_recovery(const char *generator);
+
+/*
+ * Refuse to generate during recovery: a standby would issue its primary's
+ * ids.  A backend checks once after recovery has ended (a server does not
+ * go back into recovery without a restart), so after that this is a branch.
+ */
+static inline void
+flake_refuse_in_recovery(const char *generator)
+{
+	if (unlikely(!flake_recovery_checked))
+		flake_check_recovery(generator);
+}
 
 /* lease.c */
 extern FlakeNode *flake_lease(FlakeNode *first, Size stride, int count);
 extern void flake_release(FlakeNode *node);
 
 /* highwater.c */
+extern void flake_hwm_read(FlakeMarks *marks);
+extern void flake_hwm_write(const FlakeMarks *marks);
+extern void flake_hwm_current(FlakeMarks *marks);
+extern void flake_hwm_publish(const FlakeMarks *marks);
+
+/* wal.c */
 typedef enum FlakeHwm
 {
 	FLAKE_HWM_SNOWFLAKE,		/* flake_next(): Unix ms */
-	FLAKE_HWM_RANDFLAKE			/* randflake_next(): Unix seconds */
+	FLAKE_HWM_RANDFLAKE,		/* randflake_next(): Unix seconds */
+	FLAKE_HWM_ULIDFLAKE			/* ulidflake_next(): Unix ms */
 } FlakeHwm;
 
-extern void flake_hwm_read(int64 *snowflake_unix_ms, int64 *randflake_unix_s);
+extern void flake_wal_register(void);
 extern void flake_hwm_extend(FlakeHwm which, int64 value);
 
 /* settings.c */

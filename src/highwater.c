@@ -1,14 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * highwater.c
- *	  The persisted high-water mark of issued timestamps.
+ *	  The persisted high-water marks of issued timestamps.
  *
  * Before an id with a timestamp beyond its family's high-water mark is
- * returned, the mark is moved a chunk further ahead and written to a small file
- * in the data directory (as sequences log ahead of the values they hand
- * out).  After a restart or crash, generation resumes above the mark, so
- * no id is reissued even when the clock has been set back meanwhile.  One
- * write per chunk keeps fsyncs off the hot path.
+ * returned, the mark is moved a chunk further ahead, written to a small file
+ * in the data directory and logged in WAL (wal.c), as sequences log ahead of
+ * the values they hand out.  After a restart or crash, generation
+ * resumes above the marks, so no id is reissued even when the clock has
+ * been set back meanwhile.  One write per chunk keeps fsyncs off the hot
+ * path.
+ *
+ * The file is replaced, never written in place: a new version goes to a
+ * temporary file that is renamed over the old one durably, so a full disk
+ * or a crash at any point leaves the old marks or the new ones.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,29 +24,39 @@
 
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
-#include "storage/lwlock.h"
 
 #include "flake.h"
 
 #define FLAKE_HWM_FILE		"flake.hwm"
-#define FLAKE_HWM_MAGIC		0x464C4B32	/* "FLK2" */
+#define FLAKE_HWM_TEMP_FILE	"flake.hwm.tmp"
+#define FLAKE_HWM_MAGIC		0x464C4B33	/* "FLK3" */
+#define FLAKE_HWM_MAGIC_V2	0x464C4B32	/* "FLK2": no ulidflake mark */
 
 typedef struct FlakeHwmFile
 {
 	uint32		magic;
 	uint32		reserved;
-	int64		snowflake_unix_ms;	/* no flake_next() id beyond this */
-	int64		randflake_unix_s;	/* no randflake_next() id beyond this */
+	FlakeMarks	marks;
 	pg_crc32c	crc;			/* of the fields above */
 } FlakeHwmFile;
 
+/* The file as releases before the ulidflake mark wrote it. */
+typedef struct FlakeHwmFileV2
+{
+	uint32		magic;
+	uint32		reserved;
+	int64		snowflake_unix_ms;
+	int64		randflake_unix_s;
+	pg_crc32c	crc;
+} FlakeHwmFileV2;
+
 static pg_crc32c
-hwm_crc(const FlakeHwmFile *data)
+hwm_crc(const void *data, size_t len)
 {
 	pg_crc32c	crc;
 
 	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, data, offsetof(FlakeHwmFile, crc));
+	COMP_CRC32C(crc, data, len);
 	FIN_CRC32C(crc);
 	return crc;
 }
@@ -49,17 +64,30 @@ hwm_crc(const FlakeHwmFile *data)
 /*
  * Read the high-water marks (0 when no file exists yet).  Called in the
  * postmaster while it creates shared memory.  A damaged file stops the
- * server: without it, ids issued before could be issued again.
+ * server: without it, ids issued before could be issued again.  A file in
+ * the format before the ulidflake mark is read with that mark at 0 (those
+ * releases kept no ulidflake mark); the next write is in the new format.
  */
 void
-flake_hwm_read(int64 *snowflake_unix_ms, int64 *randflake_unix_s)
+flake_hwm_read(FlakeMarks *marks)
 {
-	FlakeHwmFile data;
+	union
+	{
+		FlakeHwmFile v3;
+		FlakeHwmFileV2 v2;
+		char		bytes[sizeof(FlakeHwmFile) + 1];
+	}			data;
 	int			fd;
 	int			nread;
 
-	*snowflake_unix_ms = 0;
-	*randflake_unix_s = 0;
+	memset(marks, 0, sizeof(*marks));
+
+	/* a replacement that a crash or a full disk left unfinished */
+	if (unlink(FLAKE_HWM_TEMP_FILE) != 0 && errno != ENOENT)
+		ereport(FATAL,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
+
 	fd = OpenTransientFile(FLAKE_HWM_FILE, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
@@ -69,87 +97,92 @@ flake_hwm_read(int64 *snowflake_unix_ms, int64 *randflake_unix_s)
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", FLAKE_HWM_FILE)));
 	}
+	memset(&data, 0, sizeof(data));
 	nread = read(fd, &data, sizeof(data));
 	CloseTransientFile(fd);
 
-	if (nread != sizeof(data) || data.magic != FLAKE_HWM_MAGIC ||
-		!EQ_CRC32C(data.crc, hwm_crc(&data)))
+	if (nread == sizeof(FlakeHwmFile) && data.v3.magic == FLAKE_HWM_MAGIC &&
+		EQ_CRC32C(data.v3.crc, hwm_crc(&data.v3, offsetof(FlakeHwmFile, crc))))
+		*marks = data.v3.marks;
+	else if (nread == sizeof(FlakeHwmFileV2) && data.v2.magic == FLAKE_HWM_MAGIC_V2 &&
+			 EQ_CRC32C(data.v2.crc, hwm_crc(&data.v2, offsetof(FlakeHwmFileV2, crc))))
+	{
+		marks->snowflake_unix_ms = data.v2.snowflake_unix_ms;
+		marks->randflake_unix_s = data.v2.randflake_unix_s;
+	}
+	else
 		ereport(FATAL,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_FILE),
 				 errdetail("It records the newest timestamp flake may have issued; without it, ids could repeat."),
 				 errhint("If the system clock is known to be past every issued id, remove the file and start the server again.")));
-	*snowflake_unix_ms = data.snowflake_unix_ms;
-	*randflake_unix_s = data.randflake_unix_s;
 }
 
-static void
-hwm_write(int64 snowflake_unix_ms, int64 randflake_unix_s)
+/*
+ * Replace the file: write a temporary file, fsync it, rename it over the
+ * old one and fsync the directory.  Until the rename the old file stands;
+ * a temporary file left behind by a failure is removed at the next start.
+ * The caller holds flake_shared->lock exclusively.
+ */
+void
+flake_hwm_write(const FlakeMarks *marks)
 {
 	FlakeHwmFile data;
 	int			fd;
-	bool		created = false;
 
 	memset(&data, 0, sizeof(data));
 	data.magic = FLAKE_HWM_MAGIC;
-	data.snowflake_unix_ms = snowflake_unix_ms;
-	data.randflake_unix_s = randflake_unix_s;
-	data.crc = hwm_crc(&data);
+	data.marks = *marks;
+	data.crc = hwm_crc(&data, offsetof(FlakeHwmFile, crc));
 
-	fd = OpenTransientFile(FLAKE_HWM_FILE, O_WRONLY | PG_BINARY);
-	if (fd < 0 && errno == ENOENT)
-	{
-		fd = OpenTransientFile(FLAKE_HWM_FILE, O_WRONLY | O_CREAT | PG_BINARY);
-		created = true;
-	}
+	fd = OpenTransientFile(FLAKE_HWM_TEMP_FILE,
+						   O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", FLAKE_HWM_FILE)));
+				 errmsg("could not create file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
 
-	/* one small write at offset 0: it fits a sector, so it is not torn */
 	errno = 0;
-	if (pg_pwrite(fd, &data, sizeof(data), 0) != sizeof(data))
+	if (write(fd, &data, sizeof(data)) != sizeof(data))
 	{
-		if (errno == 0)
-			errno = ENOSPC;
+		int			save_errno = errno ? errno : ENOSPC;
+
+		CloseTransientFile(fd);
+		unlink(FLAKE_HWM_TEMP_FILE);
+		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", FLAKE_HWM_FILE)));
+				 errmsg("could not write file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
 	}
 	if (pg_fsync(fd) != 0)
 		ereport(data_sync_elevel(ERROR),
 				(errcode_for_file_access(),
-				 errmsg("could not fsync file \"%s\": %m", FLAKE_HWM_FILE)));
-	CloseTransientFile(fd);
+				 errmsg("could not fsync file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
+	if (CloseTransientFile(fd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
 
-	if (created)
-		fsync_fname(".", true);
+	durable_rename(FLAKE_HWM_TEMP_FILE, FLAKE_HWM_FILE, ERROR);
+}
+
+/* The marks as shared memory has them. */
+void
+flake_hwm_current(FlakeMarks *marks)
+{
+	marks->snowflake_unix_ms = (int64) pg_atomic_read_u64(&flake_shared->hwm.value.snowflake_ms);
+	marks->randflake_unix_s = (int64) pg_atomic_read_u64(&flake_shared->hwm.value.randflake_s);
+	marks->ulidflake_unix_ms = (int64) pg_atomic_read_u64(&flake_shared->hwm.value.ulidflake_ms);
 }
 
 /*
- * Make sure the persisted mark of a family covers value (its timestamp unit)
- * before an id with that timestamp is returned.
+ * Give the marks to the generators, once they are persisted.  The caller
+ * holds flake_shared->lock exclusively.
  */
 void
-flake_hwm_extend(FlakeHwm which, int64 value)
+flake_hwm_publish(const FlakeMarks *marks)
 {
-	pg_atomic_uint64 *snowflake = &flake_shared->hwm.value.snowflake_ms;
-	pg_atomic_uint64 *randflake = &flake_shared->hwm.value.randflake_s;
-	pg_atomic_uint64 *mark = which == FLAKE_HWM_SNOWFLAKE ? snowflake : randflake;
-
-	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
-	/* another backend may have moved it while we waited */
-	if ((int64) pg_atomic_read_u64(mark) < value)
-	{
-		int64		next = value + (which == FLAKE_HWM_SNOWFLAKE ?
-									FLAKE_HWM_CHUNK_MS : FLAKE_HWM_CHUNK_S);
-
-		if (which == FLAKE_HWM_SNOWFLAKE)
-			hwm_write(next, (int64) pg_atomic_read_u64(randflake));
-		else
-			hwm_write((int64) pg_atomic_read_u64(snowflake), next);
-		pg_atomic_write_u64(mark, next);
-	}
-	LWLockRelease(flake_shared->lock);
+	pg_atomic_write_u64(&flake_shared->hwm.value.snowflake_ms, (uint64) marks->snowflake_unix_ms);
+	pg_atomic_write_u64(&flake_shared->hwm.value.randflake_s, (uint64) marks->randflake_unix_s);
+	pg_atomic_write_u64(&flake_shared->hwm.value.ulidflake_ms, (uint64) marks->ulidflake_unix_ms);
 }

@@ -444,6 +444,8 @@ randflake_next(PG_FUNCTION_ARGS)
 		batch_generation == secret_generation)
 		PG_RETURN_INT64((int64) batch[batch_pos++]);
 
+	/* a batch is only ever filled once recovery has ended */
+	flake_refuse_in_recovery("randflake_next()");
 	if (unlikely(now < 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -97,6 +97,8 @@ lease_node(void)
 	static bool release_registered = false;
 	FlakeNode  *node;
 
+	flake_refuse_in_recovery("flake_next()");
+
 	/* first, so that a failure here cannot strand a leased node */
 	if (!release_registered)
 	{
@@ -218,6 +220,7 @@ flake_next_node(PG_FUNCTION_ARGS)
 				 errhint("flake.node_bits = %d allows nodes 0 to %d.",
 						 flake_node_bits, (1 << flake_node_bits) - 1)));
 	flake_require_shared();
+	flake_refuse_in_recovery("flake_next(node)");
 
 	/*
 	 * The other nodes of the node space may be another server's: ids made

@@ -23,8 +23,6 @@
 #include "flake.h"
 #include "ulid_text.h"
 
-#define ULID_EPOCH_UNIX_MS	INT64CONST(1704067200000)	/* 2024-01-01 */
-#define ULID_ENTROPY_BITS	20
 #define ULID_SID_BITS		5
 #define ULID_MAX_SID		((1 << ULID_SID_BITS) - 1)
 #define ULID_TIME_BITS		43
@@ -136,7 +134,7 @@ ulid_successor(uint64 last, int64 now_ms, int sid, uint8 step, uint32 *fresh)
 			*fresh = (uint32) flake_random_byte() << 16 |
 				(uint32) flake_random_byte() << 8 |
 				flake_random_byte();
-		entropy = *fresh & ((1 << ULID_ENTROPY_BITS) - 1);
+		entropy = *fresh & ULID_MAX_ENTROPY;
 		if (sid != ULID_STANDALONE)
 			entropy = (entropy & ~(uint64) ULID_MAX_SID) | (uint64) sid;
 		return ((uint64) now_ms << ULID_ENTROPY_BITS) | entropy;
@@ -147,7 +145,7 @@ ulid_successor(uint64 last, int64 now_ms, int sid, uint8 step, uint32 *fresh)
 }
 
 static int64
-ulid_generate(int sid)
+ulid_generate(int sid, const char *generator)
 {
 	int64		now_ms = flake_clock_unix_ms() - ULID_EPOCH_UNIX_MS;
 	uint8		step;
@@ -159,6 +157,8 @@ ulid_generate(int sid)
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("the system clock is outside the ulidflake time range"),
 				 errdetail("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULID_END_TEXT ".")));
+
+	flake_refuse_in_recovery(generator);
 
 	/* Rejection keeps the step uniform in [1, 255]. */
 	do
@@ -189,13 +189,26 @@ ulid_generate(int sid)
 				 errmsg("ulidflake timestamp overflow"),
 				 errdetail("ulidflake timestamps end at " ULID_END_TEXT ".")));
 
+	/*
+	 * The value is not returned before the persisted mark covers it.  Until
+	 * then it is only in shared memory, which a crash forgets.
+	 */
+	if (flake_shared != NULL)
+	{
+		int64		next_unix_ms = (int64) (next >> ULID_ENTROPY_BITS) + ULID_EPOCH_UNIX_MS;
+
+		if (unlikely(next_unix_ms >
+					 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.ulidflake_ms)))
+			flake_hwm_extend(FLAKE_HWM_ULIDFLAKE, next_unix_ms);
+	}
+
 	return (int64) next;
 }
 
 Datum
 ulidflake_next(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ulid_generate(ULID_STANDALONE));
+	PG_RETURN_INT64(ulid_generate(ULID_STANDALONE, "ulidflake_next()"));
 }
 
 Datum
@@ -208,7 +221,7 @@ ulidflake_next_sid(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("scalability id %d is out of range for ulidflake", sid),
 				 errhint("A scalability id is 0 to %d.", ULID_MAX_SID)));
-	PG_RETURN_INT64(ulid_generate(sid));
+	PG_RETURN_INT64(ulid_generate(sid, "ulidflake_next(sid)"));
 }
 
 Datum
@@ -225,7 +238,7 @@ ulidflake_entropy(PG_FUNCTION_ARGS)
 {
 	int64		value = PG_GETARG_INT64(0);
 
-	PG_RETURN_INT32((int32) (value & ((1 << ULID_ENTROPY_BITS) - 1)));
+	PG_RETURN_INT32((int32) (value & ULID_MAX_ENTROPY));
 }
 
 Datum

@@ -26,12 +26,16 @@ sub new
 	return $self;
 }
 
+# Replace the file whole (write a temporary file, rename it over): a process
+# that reads a half-written setting may exit (newer libfaketime does).
 sub set
 {
 	my ($self, $setting) = @_;
-	open my $fh, '>', $self->{file} or die "could not write $self->{file}: $!";
+	my $temp = "$self->{file}.tmp";
+	open my $fh, '>', $temp or die "could not write $temp: $!";
 	print $fh "$setting\n";
-	close $fh;
+	close $fh or die "could not write $temp: $!";
+	rename $temp, $self->{file} or die "could not rename $temp: $!";
 }
 
 1;
