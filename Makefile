@@ -7,6 +7,7 @@
 EXTENSION = flake
 MODULE_big = flake
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+HEADERS = $(wildcard src/*.h)
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" flake.control)
 
 # Install scripts: released versions are kept as they shipped; the current
@@ -35,6 +36,9 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_isolation results output_iso \
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: rebuild everything when one changes.
+$(OBJS): $(HEADERS)
 
 # The suite in parts; test/run calls them as an unprivileged user.
 check-regress:
