@@ -56,6 +56,8 @@ init_node(FlakeNode *node, int32 id, uint64 last)
 {
 	pg_atomic_init_u64(&node->last, last);
 	pg_atomic_init_u64(&node->issued, 0);
+	pg_atomic_init_u64(&node->second_started, 0);
+	pg_atomic_init_u32(&node->holders, 0);
 	pg_atomic_init_u32(&node->owner, 0);
 	node->leased_at = 0;
 	node->id = id;
@@ -68,7 +70,10 @@ mark_leasable(int64 lo, int64 hi, void *arg)
 		flake_shared->nodes[n].node.id = (int32) n;
 }
 
-/* Randflake nodes start exhausted at the high-water mark's second. */
+/*
+ * Randflake nodes start exhausted at the high-water mark's second, entered
+ * long ago, so that they may move on to the next second at once.
+ */
 static void
 add_randflake_nodes(int64 lo, int64 hi, void *arg)
 {
@@ -115,7 +120,6 @@ flake_shmem_startup(void)
 		pg_atomic_init_u64(&flake_shared->hwm.value.snowflake_ms, snowflake_hwm);
 		pg_atomic_init_u64(&flake_shared->hwm.value.randflake_s, randflake_hwm);
 		flake_shared->lock = &(GetNamedLWLockTranche("flake"))->lock;
-		flake_shared->randflake_floor_s = floor_s;
 		flake_shared->nnodes = 1 << flake_node_bits;
 		for (int i = 0; i < flake_shared->nnodes; i++)
 			init_node(&flake_shared->nodes[i].node, -1, floor);

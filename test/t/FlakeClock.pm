@@ -26,12 +26,16 @@ sub new
 	return $self;
 }
 
+# Written to a temporary file and renamed over the old one, so that a
+# process never reads a half-written setting (newer libfaketime exits on one).
 sub set
 {
 	my ($self, $setting) = @_;
-	open my $fh, '>', $self->{file} or die "could not write $self->{file}: $!";
+	my $tmp = "$self->{file}.tmp";
+	open my $fh, '>', $tmp or die "could not write $tmp: $!";
 	print $fh "$setting\n";
-	close $fh;
+	close $fh or die "could not write $tmp: $!";
+	rename $tmp, $self->{file} or die "could not rename $tmp: $!";
 }
 
 1;
