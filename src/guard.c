@@ -26,10 +26,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "flake.h"
 #include "sparx.h"
@@ -71,23 +74,35 @@ add_sids(int64 lo, int64 hi, void *arg)
 }
 
 static void
-check_type(Relation rel, const char *arg, const char *column,
-		   const char *type, const char *wanted)
+check_type(Relation rel, const char *arg, int attnum, Oid wanted)
 {
-	if (strcmp(type, wanted) != 0)
+	Oid			type = SPI_gettypeid(RelationGetDescr(rel), attnum);
+
+	if (type != wanted)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("flake_guard() argument \"%s\": column \"%s\" of table \"%s\" is %s, not %s",
-						arg, column, RelationGetRelationName(rel), type, wanted)));
+						arg, SPI_fname(RelationGetDescr(rel), attnum),
+						RelationGetRelationName(rel), format_type_be(type),
+						format_type_be(wanted))));
+}
+
+/* The ulidflake type, in the extension's schema (as this function is). */
+static Oid
+ulidflake_type(Oid guard_oid)
+{
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+						   CStringGetDatum("ulidflake"),
+						   ObjectIdGetDatum(get_func_namespace(guard_oid)));
 }
 
 /* Parse one argument of the trigger into a column to check. */
 static void
-parse_argument(Relation rel, const char *arg, GuardColumn *col)
+parse_argument(Oid guard_oid, Relation rel, const char *arg, GuardColumn *col)
 {
 	char	   *name = pstrdup(arg);
 	char	   *family = strchr(name, ':');
-	const char *type;
+	Oid			type;
 
 	if (family != NULL)
 		*family++ = '\0';
@@ -100,29 +115,29 @@ parse_argument(Relation rel, const char *arg, GuardColumn *col)
 	col->name = name;
 	col->sids = NULL;
 	col->sid_mask = 0;
-	type = SPI_gettype(RelationGetDescr(rel), col->attnum);
+	type = SPI_gettypeid(RelationGetDescr(rel), col->attnum);
 
 	if (family == NULL || strcmp(family, "flake") == 0)
 	{
-		if (family == NULL && strcmp(type, "ulidflake") == 0)
+		if (family == NULL && type == ulidflake_type(guard_oid))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("flake_guard() argument \"%s\" needs this server's ulidflake sids", arg),
 					 errhint("Write it as '%s:ulidflake=SIDS', where SIDS are the sids this server passes to ulidflake_next(sid), such as 0-3.",
 							 name)));
-		check_type(rel, arg, name, type, "int8");
+		check_type(rel, arg, col->attnum, INT8OID);
 		col->family = GUARD_SNOWFLAKE;
 	}
 	else if (strcmp(family, "randflake") == 0)
 	{
-		check_type(rel, arg, name, type, "int8");
+		check_type(rel, arg, col->attnum, INT8OID);
 		col->family = GUARD_RANDFLAKE;
 	}
 	else if (strncmp(family, "ulidflake=", 10) == 0)
 	{
 		const char *problem;
 
-		check_type(rel, arg, name, type, "ulidflake");
+		check_type(rel, arg, col->attnum, ulidflake_type(guard_oid));
 		col->family = GUARD_ULIDFLAKE;
 		col->sids = family + 10;
 		problem = flake_nodes_problem(col->sids, GUARD_SID_BITS);
@@ -130,8 +145,8 @@ parse_argument(Relation rel, const char *arg, GuardColumn *col)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("flake_guard() argument \"%s\": invalid sids \"%s\"", arg, col->sids),
-					 errdetail("%s (sids are 0 to 31).",
-							   problem ? problem : "no sid is given")));
+					 errdetail("Sids are numbers 0 to 31 and ranges of them, such as 0-3,7; here %s.",
+							   problem ? problem : "none is given")));
 		flake_nodes_foreach(col->sids, GUARD_SID_BITS, add_sids, &col->sid_mask);
 	}
 	else
@@ -162,7 +177,8 @@ guard_spec(FunctionCallInfo fcinfo, TriggerData *trigdata)
 	spec->trigger = trigger->tgoid;
 	spec->ncolumns = trigger->tgnargs;
 	for (int i = 0; i < trigger->tgnargs; i++)
-		parse_argument(trigdata->tg_relation, trigger->tgargs[i], &spec->columns[i]);
+		parse_argument(fcinfo->flinfo->fn_oid, trigdata->tg_relation,
+					   trigger->tgargs[i], &spec->columns[i]);
 	MemoryContextSwitchTo(old);
 	fcinfo->flinfo->fn_extra = spec;
 	return spec;
@@ -183,11 +199,13 @@ find_node(int64 lo, int64 hi, void *arg)
 		lookup->found = true;
 }
 
-/* A nodes setting for a message. */
+/* A nodes setting, quoted for a message. */
 static const char *
 nodes_text(const char *setting)
 {
-	return setting && *setting ? setting : "(the whole node space)";
+	if (setting == NULL || *setting == '\0')
+		return "'' (the whole node space)";
+	return psprintf("\"%s\"", setting);
 }
 
 /* Is node one of a nodes setting's ('' is every node)? */
@@ -220,7 +238,7 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 							(errcode(ERRCODE_CHECK_VIOLATION),
 							 errmsg("replicated flake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node " INT64_FORMAT ", one of this server's own nodes",
 									id, col->name, table, node),
-							 errdetail("The server it came from has node " INT64_FORMAT " in its flake.nodes, and so has this server's flake.nodes \"%s\": their ranges overlap, so their ids can collide.",
+							 errdetail("The server it came from has node " INT64_FORMAT " in its flake.nodes, and so has this server's flake.nodes %s: their ranges overlap, so their ids can collide.",
 									   node, nodes_text(flake_nodes_string)),
 							 errhint("Give every server that writes this table a disjoint flake.nodes; flake_node(id) shows which node made an id.")));
 				break;
@@ -234,7 +252,7 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 							(errcode(ERRCODE_CHECK_VIOLATION),
 							 errmsg("replicated randflake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node %d, one of this server's own nodes",
 									id, col->name, table, node),
-							 errdetail("The server it came from has node %d in its flake.randflake_nodes, and so has this server's flake.randflake_nodes \"%s\": their ranges overlap, so their ids can collide.",
+							 errdetail("The server it came from has node %d in its flake.randflake_nodes, and so has this server's flake.randflake_nodes %s: their ranges overlap, so their ids can collide.",
 									   node, nodes_text(flake_randflake_nodes_string)),
 							 errhint("Give every server that writes this table a disjoint flake.randflake_nodes, and the same flake.randflake_secret.")));
 				break;
