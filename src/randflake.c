@@ -325,7 +325,8 @@ start_round(int64 now_ms)
 
 /*
  * Reserve the next range of a held node and return its first id, or 0 when
- * the node has none to give for now.
+ * the node has none to give for now (no id is 0: nodes start at (0, 131071)
+ * or later, and ids come after that).
  *
  * After the node's last reserved id (s, q) comes (now, 0) when the clock is
  * past s, else (s, q + 1): a clock that stepped back continues from the last
