@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * clock.c
- *	  The wall clock in milliseconds, cheaply.
+ *	  The wall clock in milliseconds, cheaply, and the monotonic clock.
  *
  * Every id needs the current millisecond, and clock_gettime() costs about
  * as much as the rest of making an id.  Where the CPU has an invariant
@@ -132,3 +132,17 @@ flake_clock_unix_ms(void)
 }
 
 #endif
+
+/*
+ * The monotonic clock is one for the whole system and does not step with
+ * the wall clock, so backends can compare its readings to pace a node's
+ * seconds while the wall clock is behind.
+ */
+int64
+flake_clock_monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

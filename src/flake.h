@@ -51,16 +51,27 @@ typedef struct FlakeMarks
  * One node of a family's node space.  The Snowflake family has one for
  * every node, each on a cache line of its own so that backends generating
  * on different nodes do not contend; the Randflake family has one for each
- * node of flake.randflake_nodes, packed, since only its holder writes it.
+ * node of flake.randflake_nodes, packed.
+ *
+ * Several backends may hold a node at once: each family advances "last"
+ * only by compare-and-swap, so holders never issue the same id.
  */
 typedef struct FlakeNode
 {
-	/* (timestamp << sequence bits) | sequence of the last id issued */
+	/*
+	 * Snowflake: (timestamp << sequence bits) | sequence of the last id
+	 * issued.  Randflake: (second << 17) | sequence of the last id reserved
+	 * by any holder.
+	 */
 	pg_atomic_uint64 last;
-	/* ids issued under the current lease; written by the holder only */
+	/* ids issued since the node was last leased while free */
 	pg_atomic_uint64 issued;
-	TimestampTz leased_at;
-	pg_atomic_uint32 owner;		/* pid of the leasing backend, or 0 */
+	/* Randflake: monotonic ms at which "last" entered its second */
+	pg_atomic_uint64 second_started;
+	TimestampTz leased_at;		/* when it was last leased while free */
+	pg_atomic_uint32 holders;	/* backends holding the node */
+	pg_atomic_uint32 owner;		/* pid of the backend that leased it while
+								 * free, until that backend lets go; or 0 */
 	int32		id;				/* node id, or -1 when it is not leasable */
 } FlakeNode;
 
@@ -101,8 +112,6 @@ typedef struct FlakeSharedState
 	 * was set up from flake.hwm).  Under the lock.
 	 */
 	bool		floors_final;
-	/* seconds since the Randflake epoch: no Randflake id at or below it */
-	int64		randflake_floor_s;
 	int			nnodes;			/* 1 << flake.node_bits */
 	int			nrandflake;		/* nodes in flake.randflake_nodes */
 	FlakeNode  *randflake;		/* those nodes, in shared memory too */
@@ -129,7 +138,8 @@ flake_refuse_in_recovery(const char *generator)
 }
 
 /* lease.c */
-extern FlakeNode *flake_lease(FlakeNode *first, Size stride, int count);
+extern FlakeNode *flake_lease(FlakeNode *first, Size stride, int count,
+							  bool (*held) (const FlakeNode *node));
 extern void flake_release(FlakeNode *node);
 
 /* highwater.c */
@@ -161,6 +171,7 @@ extern void flake_define_settings(void);
 extern bool flake_reject_setting(const char *name, const char *value);
 extern bool flake_parse_epoch(const char *str, int64 *unix_ms);
 extern int64 flake_nodes_count(const char *str, int bits);
+extern const char *flake_nodes_problem(const char *str, int bits);
 extern void flake_nodes_foreach(const char *str, int bits,
 								void (*add) (int64 lo, int64 hi, void *arg),
 								void *arg);
@@ -201,9 +212,12 @@ extern void flake_log_filter_init(void);
 
 /* randflake.c */
 extern void flake_define_randflake_secret(void);
+extern int32 randflake_node_of(int64 id);
 
 /* clock.c: wall clock in milliseconds since the Unix epoch */
 extern int64 flake_clock_unix_ms(void);
+/* clock.c: the system's monotonic clock in milliseconds, for pacing */
+extern int64 flake_clock_monotonic_ms(void);
 
 /* Convert Unix milliseconds to a timestamptz and back. */
 static inline TimestampTz

@@ -4,10 +4,14 @@
  *	  The node slot allocator: backends lease nodes from shared memory.
  *
  * A backend leases a node the first time it generates without naming a
- * node, and holds it until it exits.  Taking a free node is a single
- * compare-and-swap of its owner, so no lock is needed; the node's last
- * issued id stays in shared memory across holders, so a new holder
- * continues above its predecessor.
+ * node, and holds it until it exits (a Randflake backend may hold several
+ * and lets go of those it no longer needs).  A free node is taken with a
+ * single compare-and-swap of its holder count, so no lock is needed.  When
+ * every node is held, the backend shares the node with the fewest holders:
+ * both families advance a node's last id only by compare-and-swap, so
+ * holders of one node never issue the same id, and the node's last id
+ * stays in shared memory across holders, so a new holder continues above
+ * its predecessors.
  *
  * Both families keep their nodes in arrays of FlakeNode, padded to a cache
  * line for Snowflake and packed for Randflake, hence the stride.
@@ -24,6 +28,9 @@
 #include "flake.h"
 #include "sparx.h"
 
+/* the columns of flake_leases; version 1.0 declares all but "holders" */
+#define LEASE_COLUMNS 7
+
 PG_FUNCTION_INFO_V1(flake_lease_info);
 
 static inline FlakeNode *
@@ -32,70 +39,98 @@ node_at(FlakeNode *first, Size stride, int i)
 	return (FlakeNode *) ((char *) first + i * stride);
 }
 
-/*
- * Lease the first free leasable node of the count nodes at first for this
- * backend.  Returns it, or NULL when every leasable node is taken.  The
- * compare-and-swap is a full barrier, so the node's last id, published by
- * its previous holder before it let go, is read after it.
- */
-FlakeNode *
-flake_lease(FlakeNode *first, Size stride, int count)
+/* This backend takes a node that had no holder. */
+static void
+start_lease(FlakeNode *node)
 {
-	for (int i = 0; i < count; i++)
-	{
-		FlakeNode  *node = node_at(first, stride, i);
-		uint32		free_owner = 0;
-
-		if (node->id >= 0 &&
-			pg_atomic_read_u32(&node->owner) == 0 &&
-			pg_atomic_compare_exchange_u32(&node->owner, &free_owner,
-										   (uint32) MyProcPid))
-		{
-			node->leased_at = GetCurrentTimestamp();
-			pg_atomic_write_u64(&node->issued, 0);
-			return node;
-		}
-	}
-	return NULL;
+	pg_atomic_write_u32(&node->owner, (uint32) MyProcPid);
+	node->leased_at = GetCurrentTimestamp();
+	pg_atomic_write_u64(&node->issued, 0);
 }
 
 /*
- * End this backend's lease.  Runs from before_shmem_exit, possibly while
- * exiting on an error, so it takes no lock: clearing the owner is a single
- * atomic exchange, a full barrier that publishes the node's last id first.
+ * Lease a node of the count nodes at first for this backend: the first free
+ * leasable one, or else the one with the fewest holders, sharing it.  Nodes
+ * for which held (when given) is true are skipped.  Returns NULL only when
+ * there is no other leasable node.  The atomic operations are full
+ * barriers, so the node's last id is read after them.
+ */
+FlakeNode *
+flake_lease(FlakeNode *first, Size stride, int count,
+			bool (*held) (const FlakeNode *node))
+{
+	FlakeNode  *least = NULL;
+	uint32		least_holders = PG_UINT32_MAX;
+
+	for (int i = 0; i < count; i++)
+	{
+		FlakeNode  *node = node_at(first, stride, i);
+		uint32		holders;
+
+		if (node->id < 0 || (held != NULL && held(node)))
+			continue;
+		holders = pg_atomic_read_u32(&node->holders);
+		if (holders == 0 &&
+			pg_atomic_compare_exchange_u32(&node->holders, &holders, 1))
+		{
+			start_lease(node);
+			return node;
+		}
+		if (holders < least_holders)
+		{
+			least = node;
+			least_holders = holders;
+		}
+	}
+
+	/* every node is held: share; its holders may have let go meanwhile */
+	if (least != NULL && pg_atomic_fetch_add_u32(&least->holders, 1) == 0)
+		start_lease(least);
+	return least;
+}
+
+/*
+ * End this backend's hold of a node.  Runs from before_shmem_exit, possibly
+ * while exiting on an error, so it takes no lock.
  */
 void
 flake_release(FlakeNode *node)
 {
-	(void) pg_atomic_exchange_u32(&node->owner, 0);
+	uint32		me = (uint32) MyProcPid;
+
+	(void) pg_atomic_compare_exchange_u32(&node->owner, &me, 0);
+	(void) pg_atomic_fetch_sub_u32(&node->holders, 1);
 }
 
 /*
- * Add a row to the flake_leases result for each leased node of an array.
+ * Add a row to the flake_leases result for each held node of an array.
  */
 static void
 lease_rows(FlakeNode *first, Size stride, int count,
-				 const char *generator, int sequence_bits,
-				 TimestampTz (*to_timestamptz) (int64 time),
-				 ReturnSetInfo *rsinfo)
+		   const char *generator, int sequence_bits,
+		   TimestampTz (*to_timestamptz) (int64 time),
+		   ReturnSetInfo *rsinfo)
 {
 	for (int i = 0; i < count; i++)
 	{
 		FlakeNode  *node = node_at(first, stride, i);
+		uint32		holders = pg_atomic_read_u32(&node->holders);
 		uint32		owner = pg_atomic_read_u32(&node->owner);
 		uint64		issued = pg_atomic_read_u64(&node->issued);
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		Datum		values[LEASE_COLUMNS];
+		bool		nulls[LEASE_COLUMNS] = {0};
 
-		if (owner == 0)
+		if (holders == 0)
 			continue;
 		values[0] = CStringGetTextDatum(generator);
 		values[1] = Int32GetDatum(node->id);
 		values[2] = Int32GetDatum((int32) owner);
+		nulls[2] = (owner == 0);
 		values[3] = TimestampTzGetDatum(node->leased_at);
 		values[4] = TimestampTzGetDatum(to_timestamptz((int64) (pg_atomic_read_u64(&node->last) >> sequence_bits)));
 		nulls[4] = (issued == 0);
 		values[5] = Int64GetDatum((int64) issued);
+		values[6] = Int32GetDatum((int32) holders);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
@@ -113,9 +148,12 @@ randflake_to_timestamptz(int64 s)
 }
 
 /*
- * Rows of the flake_leases view: one per leased node of either family.
- * A Randflake holder publishes its last id when it starts a second and
- * when it lets go, so its row lags by at most the current second.
+ * Rows of the flake_leases view: one per held node of either family.  A
+ * Randflake holder adds its ids to the node's count when it reserves the
+ * next range of sequence numbers, so its row lags by at most a range.
+ *
+ * Version 1.0 of the SQL declares the first six columns only; the rows are
+ * built to the declared shape, so that both versions work with one library.
  */
 Datum
 flake_lease_info(PG_FUNCTION_ARGS)
@@ -123,6 +161,10 @@ flake_lease_info(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != LEASE_COLUMNS &&
+		rsinfo->setDesc->natts != LEASE_COLUMNS - 1)
+		elog(ERROR, "flake_lease_info() declared with %d columns",
+			 rsinfo->setDesc->natts);
 	if (flake_shared == NULL)
 		PG_RETURN_VOID();
 	lease_rows(&flake_shared->nodes[0].node, sizeof(FlakeNodePadded),

@@ -10,15 +10,26 @@
  * their time and node.
  *
  * A backend generates on nodes it leases from flake.randflake_nodes and
- * keeps their state in local memory: only it writes them, so the hot path
- * is a counter and a share of one batched encryption of eight ids.  The last id of a node reaches
- * shared memory when the node starts a new second, every 1024 ids (for the
- * flake_leases view) and when the backend lets go of it, which is what its
- * next holder continues from; after a crash, shared memory starts afresh
- * above the high-water mark.  A backend
- * that uses up a node's 131072 ids of a second leases a further node
- * rather than wait; with the clock stepped back it continues from the last
- * second it issued, and moves to a further node, never repeating an id.
+ * keeps its state in local memory, so the hot path is a counter and a share
+ * of one batched encryption of eight ids.  It reserves sequence numbers
+ * from a node RANDFLAKE_RESERVE at a time, by compare-and-swap of the
+ * node's last reserved id in shared memory, and issues them from local
+ * memory.  Since every reservation is a compare-and-swap, several backends
+ * may hold one node (when every node is held, a backend shares the least
+ * shared one, see lease.c) and never issue the same id; a new holder
+ * continues above everything reserved before; after a crash, shared memory
+ * starts afresh above the high-water mark.
+ *
+ * A node moves into a new second when the clock does, or, when its
+ * sequence of the second is used up, once a real second (by the monotonic
+ * clock) has passed since it entered that second: so with the clock
+ * stepped back, ids continue from the last second issued at no more than
+ * 131072 per second per node, never further ahead of the clock than the
+ * step.  A backend that needs more leases further nodes, up to half of
+ * flake.randflake_nodes (so one busy backend cannot take them all), and
+ * beyond that waits for its nodes' next second; each real second it starts
+ * again from its first node and lets go of the nodes it did not need in
+ * the second before.
  *
  * The secret (flake.randflake_secret) is readable by superusers only and
  * is kept out of the server log: see check_randflake_secret.
@@ -47,7 +58,8 @@
 #define RANDFLAKE_MAX_TIME		((INT64CONST(1) << RANDFLAKE_TIME_BITS) - 1)
 #define RANDFLAKE_EPOCH_TEXT	"2024-10-27 03:33:20+00"	/* unix 1730000000 */
 #define RANDFLAKE_END_TEXT		"2058-11-05 17:10:23+00"
-#define RANDFLAKE_PUBLISH_EVERY	1024	/* ids; a power of 2 */
+#define RANDFLAKE_RESERVE		256 /* sequence numbers reserved at a time */
+#define RANDFLAKE_SECOND_MS		1000
 
 /*
  * What the setting shows and reports in place of the secret; see
@@ -68,12 +80,13 @@ typedef struct RandflakeSecret
 	char		fingerprint[2 * RANDFLAKE_FINGERPRINT_LEN + 1];
 } RandflakeSecret;
 
-/* A node this backend holds, and its last id as of this backend. */
+/* A node this backend holds, and the range it reserved there. */
 typedef struct RandflakeLease
 {
 	FlakeNode  *node;
-	uint64		last;			/* (second << 17) | sequence */
-	uint64		issued;
+	uint64		last;			/* (second << 17) | sequence of its last id */
+	uint64		reserved;		/* the end of its range; ids up to it are its */
+	uint64		unpublished;	/* ids not yet added to the node's count */
 } RandflakeLease;
 
 static char *randflake_secret_string = NULL;
@@ -92,10 +105,19 @@ static int	batch_pos = RANDFLAKE_BATCH;
 static int64 batch_now;
 static uint64 batch_generation;
 
+/*
+ * The nodes this backend holds, used in order: it moves to the next one
+ * when the current one has no ids left for now.  A round starts from the
+ * first node in each new second of the clock, and a second after the last
+ * round started (by the wall clock's milliseconds, which pass at the real
+ * rate even when the clock is behind the ids).
+ */
 static RandflakeLease *leases = NULL;
 static int	nleases = 0;
 static int	max_leases = 0;
 static int	current_lease = 0;
+static int	round_used = 0;		/* leases used in this round */
+static int64 round_started_ms = 0;	/* Unix ms */
 static int64 high_second = -1;	/* the latest second this backend issued */
 
 PG_FUNCTION_INFO_V1(randflake_next);
@@ -305,12 +327,12 @@ server_key(void)
 	return &randflake_secret->schedule;
 }
 
-/* Publish a node's last id for the flake_leases view and its next holder. */
+/* Add the ids issued on a node to its count in flake_leases. */
 static void
-publish(RandflakeLease *lease)
+publish_issued(RandflakeLease *lease)
 {
-	pg_atomic_write_u64(&lease->node->last, lease->last);
-	pg_atomic_write_u64(&lease->node->issued, lease->issued);
+	pg_atomic_fetch_add_u64(&lease->node->issued, lease->unpublished);
+	lease->unpublished = 0;
 }
 
 static void
@@ -318,10 +340,19 @@ release_leases(int code, Datum arg)
 {
 	for (int i = 0; i < nleases; i++)
 	{
-		publish(&leases[i]);
+		publish_issued(&leases[i]);
 		flake_release(leases[i].node);
 	}
 	nleases = 0;
+}
+
+static bool
+held_here(const FlakeNode *node)
+{
+	for (int i = 0; i < nleases; i++)
+		if (leases[i].node == node)
+			return true;
+	return false;
 }
 
 static void
@@ -344,102 +375,189 @@ lease_node(void)
 		max_leases = grown;
 	}
 
+	/*
+	 * A backend holds at most half of the nodes (and at least one), so there
+	 * is always a node it does not hold yet.
+	 */
 	node = flake_lease(flake_shared->randflake, sizeof(FlakeNode),
-					   flake_shared->nrandflake);
-	if (node == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("all nodes of flake.randflake_nodes are leased"),
-				 errdetail("Each backend that calls randflake_next() holds a node until it exits, and one more for each 131072 ids it issues within a second; flake.randflake_nodes is \"%s\".",
-						   flake_randflake_nodes_string),
-				 errhint("Widen flake.randflake_nodes, or use fewer connections that generate ids.")));
-
+					   flake_shared->nrandflake, held_here);
+	Assert(node != NULL);
 	leases[nleases].node = node;
-	leases[nleases].last = pg_atomic_read_u64(&node->last);
-	leases[nleases].issued = 0;
+	leases[nleases].last = 0;
+	leases[nleases].reserved = 0;
+	leases[nleases].unpublished = 0;
 	nleases++;
 }
 
 /*
- * The raw value of the next id: (second << 34) | (node << 17) | sequence.
+ * Start a round from the first node, letting go of the nodes the last round
+ * did not reach: the current rate does not need them.
+ */
+static void
+start_round(int64 now_ms)
+{
+	if (round_used > 0)
+	{
+		while (nleases > round_used)
+		{
+			nleases--;
+			publish_issued(&leases[nleases]);
+			flake_release(leases[nleases].node);
+		}
+	}
+	current_lease = 0;
+	round_used = 0;
+	round_started_ms = now_ms;
+}
+
+/*
+ * Reserve the next range of a held node and return its first id, or 0 when
+ * the node has none to give for now (no id is 0: nodes start at (0, 131071)
+ * or later, and ids come after that).
  *
- * On a node whose last id is (s, q), the next is (now, 0) when the clock is
- * past s, else (s, q + 1): a clock that stepped back continues from the
- * last second issued.  A node whose sequence of that second is used up
- * moves on to (s + 1, 0) only while that is not ahead of the clock, or
- * just above the high-water mark after a restart; otherwise the backend
- * takes its next node, leasing one more if need be.  In a new second it
- * starts again from its first node.
+ * After the node's last reserved id (s, q) comes (now, 0) when the clock is
+ * past s, else (s, q + 1): a clock that stepped back continues from the last
+ * second reserved.  A node whose sequence of s is used up moves on to
+ * (s + 1, 0) once a real second has passed since it entered s (right away
+ * after a restart, where nodes start used up at the high-water mark); so
+ * it runs ahead of the clock by no more than the clock stepped back.
  */
 static uint64
-randflake_generate(int64 now)
+reserve(RandflakeLease *lease, int64 now, int64 mono_ms)
 {
-	int64		ceiling;
-	int64		second;
-	RandflakeLease *lease;
-	uint64		next;
-	bool		publish_now;
+	FlakeNode  *node = lease->node;
+	uint64		seen = pg_atomic_read_u64(&node->last);
 
-	ceiling = Max(now, flake_shared->randflake_floor_s + 1);
-	if (now > high_second)
-		current_lease = 0;
 	for (;;)
 	{
-		int64		last_second;
+		int64		second = (int64) (seen >> RANDFLAKE_SEQUENCE_BITS);
+		uint64		start;
+		uint64		end;
 
-		if (unlikely(current_lease == nleases))
-			lease_node();
-		lease = &leases[current_lease];
-		last_second = (int64) (lease->last >> RANDFLAKE_SEQUENCE_BITS);
-		if (now > last_second)
-			next = (uint64) now << RANDFLAKE_SEQUENCE_BITS;
-		else if ((lease->last & RANDFLAKE_MAX_SEQUENCE) < RANDFLAKE_MAX_SEQUENCE)
-			next = lease->last + 1;
-		else if (last_second < ceiling)
-			next = (uint64) (last_second + 1) << RANDFLAKE_SEQUENCE_BITS;
+		if (now > second)
+			start = (uint64) now << RANDFLAKE_SEQUENCE_BITS;
+		else if ((seen & RANDFLAKE_MAX_SEQUENCE) < RANDFLAKE_MAX_SEQUENCE)
+			start = seen + 1;
+		else if (mono_ms - (int64) pg_atomic_read_u64(&node->second_started) >= RANDFLAKE_SECOND_MS)
+			start = (uint64) (second + 1) << RANDFLAKE_SEQUENCE_BITS;
 		else
+			return 0;
+		end = Min(start + RANDFLAKE_RESERVE - 1, start | RANDFLAKE_MAX_SEQUENCE);
+
+		second = (int64) (start >> RANDFLAKE_SEQUENCE_BITS);
+		if (unlikely(second > RANDFLAKE_MAX_TIME))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("randflake_next() timestamp overflow"),
+					 errdetail("Randflake ids hold 30 bits of seconds since " RANDFLAKE_EPOCH_TEXT ", which ran out at " RANDFLAKE_END_TEXT ".")));
+		if (unlikely(RANDFLAKE_EPOCH_UNIX + second >
+					 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.randflake_s)))
+			flake_hwm_extend(FLAKE_HWM_RANDFLAKE, RANDFLAKE_EPOCH_UNIX + second);
+
+		/* on failure, seen is what another holder reserved meanwhile */
+		if (pg_atomic_compare_exchange_u64(&node->last, &seen, end))
 		{
-			publish(lease);
-			current_lease++;
-			continue;
+			if ((start ^ seen) >> RANDFLAKE_SEQUENCE_BITS)
+				pg_atomic_write_u64(&node->second_started, (uint64) mono_ms);
+			publish_issued(lease);
+			lease->last = start;
+			lease->reserved = end;
+			high_second = Max(high_second, second);
+			return start;
 		}
-		break;
 	}
+}
 
-	second = (int64) (next >> RANDFLAKE_SEQUENCE_BITS);
-	if (unlikely(second > RANDFLAKE_MAX_TIME))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("randflake_next() timestamp overflow"),
-				 errdetail("Randflake ids hold 30 bits of seconds since " RANDFLAKE_EPOCH_TEXT ", which ran out at " RANDFLAKE_END_TEXT ".")));
-	if (unlikely(RANDFLAKE_EPOCH_UNIX + second >
-				 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.randflake_s)))
-		flake_hwm_extend(FLAKE_HWM_RANDFLAKE, RANDFLAKE_EPOCH_UNIX + second);
+/*
+ * The next id when the current range is used up or the clock moved on:
+ * reserve a range on the first held node that has one, leasing a further
+ * node if need be, or wait for a node's next second.
+ */
+static uint64
+randflake_next_range(int64 now_ms, int64 now)
+{
+	int64		mono_ms = flake_clock_monotonic_ms();
+	int			max_held = Max(1, flake_shared->nrandflake / 2);
 
-	/* published in a new second, and every so often for flake_leases */
-	publish_now = ((next ^ lease->last) >> RANDFLAKE_SEQUENCE_BITS) != 0 ||
-		(next & (RANDFLAKE_PUBLISH_EVERY - 1)) == 0;
-	lease->last = next;
-	lease->issued++;
-	if (publish_now)
-		publish(lease);
-	high_second = Max(high_second, second);
+	if (now > high_second ||
+		(uint64) (now_ms - round_started_ms) >= RANDFLAKE_SECOND_MS)
+		start_round(now_ms);
+	for (;;)
+	{
+		uint64		next;
 
-	return ((uint64) second << (RANDFLAKE_NODE_BITS + RANDFLAKE_SEQUENCE_BITS)) |
+		if (current_lease == nleases)
+		{
+			if (nleases < max_held)
+				lease_node();
+			else
+			{
+				/* every node this backend may hold is used up for now */
+				pg_usleep(1000L);
+				CHECK_FOR_INTERRUPTS();
+				mono_ms = flake_clock_monotonic_ms();
+				current_lease = 0;
+				continue;
+			}
+		}
+		next = reserve(&leases[current_lease], now, mono_ms);
+		if (next != 0)
+		{
+			round_used = Max(round_used, current_lease + 1);
+			return next;
+		}
+		current_lease++;
+	}
+}
+
+/* The raw value of an id: (second << 34) | (node << 17) | sequence. */
+static inline uint64
+raw_id(const RandflakeLease *lease, uint64 next)
+{
+	return ((next >> RANDFLAKE_SEQUENCE_BITS) << (RANDFLAKE_NODE_BITS + RANDFLAKE_SEQUENCE_BITS)) |
 		((uint64) lease->node->id << RANDFLAKE_SEQUENCE_BITS) |
 		(next & RANDFLAKE_MAX_SEQUENCE);
+}
+
+/*
+ * The raw value of the next id: from the current node's reserved range
+ * while it lasts, the clock is not past its second and the round goes on.
+ */
+static uint64
+randflake_generate(int64 now_ms, int64 now)
+{
+	RandflakeLease *lease;
+	uint64		next;
+
+	if (likely(current_lease < nleases &&
+			   (uint64) (now_ms - round_started_ms) < RANDFLAKE_SECOND_MS))
+	{
+		lease = &leases[current_lease];
+		if (likely(lease->last < lease->reserved &&
+				   (int64) (lease->last >> RANDFLAKE_SEQUENCE_BITS) >= now))
+		{
+			lease->unpublished++;
+			return raw_id(lease, ++lease->last);
+		}
+	}
+	next = randflake_next_range(now_ms, now);
+	lease = &leases[current_lease];
+	lease->unpublished++;
+	return raw_id(lease, next);
 }
 
 Datum
 randflake_next(PG_FUNCTION_ARGS)
 {
 	const SparxKey *key;
+	int64		now_ms;
 	int64		now;
 	uint64		raw[RANDFLAKE_BATCH];
 
 	flake_require_shared();
 	key = server_key();
-	now = flake_clock_unix_ms() / 1000 - RANDFLAKE_EPOCH_UNIX;
+	now_ms = flake_clock_unix_ms();
+	now = now_ms / 1000 - RANDFLAKE_EPOCH_UNIX;
 	if (batch_pos < RANDFLAKE_BATCH && now <= batch_now &&
 		batch_generation == secret_generation)
 		PG_RETURN_INT64((int64) batch[batch_pos++]);
@@ -452,7 +570,7 @@ randflake_next(PG_FUNCTION_ARGS)
 				 errmsg("the system clock is before the randflake epoch (" RANDFLAKE_EPOCH_TEXT ")")));
 	batch_pos = RANDFLAKE_BATCH;
 	for (int i = 0; i < RANDFLAKE_BATCH; i++)
-		raw[i] = randflake_generate(now);
+		raw[i] = randflake_generate(now_ms, now);
 	randflake_encrypt_batch(key, raw, batch);
 	batch_now = now;
 	batch_generation = secret_generation;
@@ -477,6 +595,15 @@ decode_tuple(FunctionCallInfo fcinfo, const SparxKey *key, int64 id)
 	values[2] = Int32GetDatum((int32) (raw & RANDFLAKE_MAX_SEQUENCE));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
+}
+
+/* The node of an id, decrypted with the server's secret (for flake_guard). */
+int32
+randflake_node_of(int64 id)
+{
+	uint64		raw = randflake_decrypt(server_key(), (uint64) id);
+
+	return (int32) ((raw >> RANDFLAKE_SEQUENCE_BITS) & RANDFLAKE_MAX_NODE);
 }
 
 Datum

@@ -364,6 +364,16 @@ flake_nodes_count(const char *str, int bits)
 	return count;
 }
 
+/*
+ * What is wrong with a list in the syntax of the nodes settings, for a node
+ * space of the given bits, or NULL.
+ */
+const char *
+flake_nodes_problem(const char *str, int bits)
+{
+	return parse_nodes(str, INT64CONST(1) << bits, NULL, NULL);
+}
+
 /* Parse a nodes setting known to be valid; empty means every node. */
 void
 flake_nodes_foreach(const char *str, int bits,

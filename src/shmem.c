@@ -60,6 +60,8 @@ init_node(FlakeNode *node, int32 id)
 {
 	pg_atomic_init_u64(&node->last, 0);
 	pg_atomic_init_u64(&node->issued, 0);
+	pg_atomic_init_u64(&node->second_started, 0);
+	pg_atomic_init_u32(&node->holders, 0);
 	pg_atomic_init_u32(&node->owner, 0);
 	node->leased_at = 0;
 	node->id = id;
@@ -119,9 +121,11 @@ raise_floors(const FlakeMarks *marks)
 		raise_to(&flake_shared->ulid_last.value,
 				 ((uint64) ulid_ms << ULID_ENTROPY_BITS) | ULID_MAX_ENTROPY);
 
-	flake_shared->randflake_floor_s = Max(flake_shared->randflake_floor_s,
-										  randflake_s);
-	randflake_floor = ((uint64) flake_shared->randflake_floor_s << RANDFLAKE_SEQUENCE_BITS) |
+	/*
+	 * Randflake nodes end exhausted at the mark's second; having entered it
+	 * long ago (second_started 0), they may move on to the next one at once.
+	 */
+	randflake_floor = ((uint64) randflake_s << RANDFLAKE_SEQUENCE_BITS) |
 		RANDFLAKE_MAX_SEQUENCE;
 	for (int i = 0; i < flake_shared->nrandflake; i++)
 		raise_to(&flake_shared->randflake[i].last, randflake_floor);
@@ -156,7 +160,6 @@ flake_shmem_startup(void)
 		pg_atomic_init_u64(&flake_shared->hwm.value.ulidflake_ms, marks.ulidflake_unix_ms);
 		flake_shared->lock = &(GetNamedLWLockTranche("flake"))->lock;
 		flake_shared->floors_final = false;
-		flake_shared->randflake_floor_s = 0;
 		flake_shared->nnodes = 1 << flake_node_bits;
 		for (int i = 0; i < flake_shared->nnodes; i++)
 			init_node(&flake_shared->nodes[i].node, -1);

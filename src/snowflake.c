@@ -10,7 +10,9 @@
  * Each node's last issued (timestamp, sequence) is one atomic word in shared
  * memory, advanced by compare-and-swap, so any mix of leased and explicit
  * callers on one node gets distinct, increasing ids, and a backend on its
- * own leased node takes no lock.
+ * own leased node takes no lock.  When there are more generating backends
+ * than nodes in flake.nodes, the later ones share the least shared nodes
+ * (see lease.c) for the same reason, rather than fail.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,7 +29,6 @@
 
 /* This backend's leased node, or -1. */
 static int	leased_node = -1;
-static uint64 leased_issued = 0;
 
 PG_FUNCTION_INFO_V1(flake_next);
 PG_FUNCTION_INFO_V1(flake_next_node);
@@ -106,17 +107,14 @@ lease_node(void)
 		release_registered = true;
 	}
 
+	/*
+	 * flake.nodes always has a node ('' is the whole node space), and held
+	 * nodes are shared, so a node is always found.
+	 */
 	node = flake_lease(&flake_shared->nodes[0].node, sizeof(FlakeNodePadded),
-					   flake_shared->nnodes);
-	if (node == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("all nodes of flake.nodes are leased"),
-				 errdetail("Each backend that calls flake_next() holds a node until it exits; flake.nodes is \"%s\".",
-						   *flake_nodes_string ? flake_nodes_string : "the whole node space"),
-				 errhint("Widen flake.nodes, use fewer connections that generate ids, or pass an explicit node to flake_next(node).")));
+					   flake_shared->nnodes, NULL);
+	Assert(node != NULL);
 	leased_node = node->id;
-	leased_issued = 0;
 }
 
 /*
@@ -197,14 +195,24 @@ snowflake_generate(int node_id)
 Datum
 flake_next(PG_FUNCTION_ARGS)
 {
+	FlakeNode  *node;
 	int64		id;
 
 	flake_require_shared();
 	if (unlikely(leased_node < 0))
 		lease_node();
 	id = snowflake_generate(leased_node);
-	pg_atomic_write_u64(&flake_shared->nodes[leased_node].node.issued,
-						++leased_issued);
+
+	/*
+	 * The count is for flake_leases only: a sole holder updates it without a
+	 * locked instruction, and a count taken while holders come and go may be
+	 * off by the ids issued meanwhile.
+	 */
+	node = &flake_shared->nodes[leased_node].node;
+	if (pg_atomic_read_u32(&node->holders) == 1)
+		pg_atomic_write_u64(&node->issued, pg_atomic_read_u64(&node->issued) + 1);
+	else
+		pg_atomic_fetch_add_u64(&node->issued, 1);
 	PG_RETURN_INT64(id);
 }
 

@@ -220,11 +220,17 @@ CREATE FUNCTION randflake_parse(text) RETURNS bigint
 
 CREATE FUNCTION flake_lease_info(OUT generator text, OUT node integer, OUT pid integer,
 								 OUT leased_at timestamptz, OUT last_issued timestamptz,
-								 OUT issued bigint)
+								 OUT issued bigint, OUT holders integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
 
 CREATE VIEW flake_leases AS
-	SELECT generator, node, pid, leased_at, last_issued, issued FROM flake_lease_info();
-COMMENT ON VIEW flake_leases IS 'nodes leased by backends, with their last issued timestamp and count';
+	SELECT generator, node, pid, leased_at, last_issued, issued, holders FROM flake_lease_info();
+COMMENT ON VIEW flake_leases IS 'nodes held by backends, with their last issued timestamp, count and number of holders';
 
+
+-- a trigger for replicated tables: refuse rows whose ids were made on this
+-- server's own nodes (their origin's node range overlaps this server's)
+CREATE FUNCTION flake_guard() RETURNS trigger
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse replicated rows whose ids were made on this server''s own nodes; arguments: the key columns';

@@ -1,6 +1,6 @@
 # randflake_next() against the clock, under libfaketime (changed at run time
 # through its timestamp file): a frozen clock uses up a node's 131072 ids of
-# a second and the backend moves on to further nodes; the clock stepped back
+# a second and the backend moves on to further nodes (or seconds); the clock stepped back
 # while running, across a restart and across a crash.  No id repeats, and
 # the ids of each node keep increasing through all of it.
 use strict;
@@ -42,10 +42,14 @@ generate(10000);
 # 1. a frozen clock, 5 s ahead: one statement needs three nodes' worth of a second
 $clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time() + 5)));
 generate(300000);
+# (a node moves on to the next second only a real second after it entered
+# its second, which a fast run does not wait for)
 is( $node->safe_psql('postgres', qq{
-		SELECT count(DISTINCT d.ts), count(DISTINCT d.node), max(d.sequence)
-		FROM ids, randflake_decode(id) d WHERE phase = $phase}),
-	'1|3|131071', 'sequence exhaustion within one second moves on to further nodes');
+		SELECT count(*) FILTER (WHERE n > 131072), count(*) >= 3, max(last_sequence)
+		FROM (SELECT count(*) AS n, max(d.sequence) AS last_sequence
+			  FROM ids, randflake_decode(id) d WHERE phase = $phase
+			  GROUP BY d.ts, d.node) s}),
+	'0|t|131071', 'sequence exhaustion within a second moves on to further nodes or seconds');
 
 # 2. back to the real clock: 5 s back from the frozen one
 $clock->set('+0');

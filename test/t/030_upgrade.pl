@@ -25,6 +25,10 @@ $node->safe_psql('fresh', 'CREATE EXTENSION flake');
 $node->safe_psql('updated', q{CREATE EXTENSION flake VERSION '1.0'});
 is($node->safe_psql('updated', q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
 	'1.0', 'version 1.0 installs');
+is( $node->safe_psql('updated', q{
+		SELECT flake_next() > 0;
+		SELECT count(*) FROM flake_leases WHERE pid = pg_backend_pid()}),
+	"t\n1", 'version 1.0\'s flake_leases (without holders) works with the current library');
 $node->safe_psql('updated', 'ALTER EXTENSION flake UPDATE');
 is($node->safe_psql('updated', q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
 	$current, "ALTER EXTENSION flake UPDATE reaches $current");

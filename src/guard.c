@@ -1,0 +1,325 @@
+/*-------------------------------------------------------------------------
+ *
+ * guard.c
+ *	  flake_guard(): refuse replicated rows made on this server's own nodes.
+ *
+ * Servers that write the same tables must generate on disjoint nodes.  A
+ * row that logical replication brings in cannot carry an id made on one of
+ * this server's own nodes unless another server generates on that node too,
+ * that is, unless the servers' node ranges overlap: the row is refused,
+ * before the overlap turns into a unique violation somewhere later.
+ *
+ * The trigger's arguments name the key columns, each as
+ *
+ *	  column					a bigint of flake_next() ids (flake.nodes)
+ *	  column:randflake			a bigint of randflake_next() ids, decoded with
+ *								flake.randflake_secret (flake.randflake_nodes)
+ *	  column:ulidflake=SIDS		a ulidflake of ulidflake_next(sid) ids, where
+ *								SIDS lists this server's sids, as in 0-3,7
+ *
+ * It checks rows only in a session that applies replicated changes
+ * (session_replication_role = replica, as logical replication's apply
+ * workers run); rows written here are this server's own.  So it must be
+ * enabled with ENABLE REPLICA or ENABLE ALWAYS, and says so otherwise.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "flake.h"
+#include "sparx.h"
+#include "ulid_text.h"
+
+/* the scalability id is the low 5 bits of a ulidflake (see ulidflake.c) */
+#define GUARD_SID_BITS 5
+
+typedef enum GuardFamily
+{
+	GUARD_SNOWFLAKE,
+	GUARD_RANDFLAKE,
+	GUARD_ULIDFLAKE
+} GuardFamily;
+
+typedef struct GuardColumn
+{
+	int			attnum;
+	const char *name;
+	GuardFamily family;
+	const char *sids;			/* ulidflake: this server's sids, as given */
+	uint32		sid_mask;		/* ulidflake: those sids, one bit each */
+} GuardColumn;
+
+typedef struct GuardSpec
+{
+	Oid			trigger;
+	int			ncolumns;
+	GuardColumn columns[FLEXIBLE_ARRAY_MEMBER];
+} GuardSpec;
+
+PG_FUNCTION_INFO_V1(flake_guard);
+
+static void
+add_sids(int64 lo, int64 hi, void *arg)
+{
+	for (int64 sid = lo; sid <= hi; sid++)
+		*(uint32 *) arg |= (uint32) 1 << sid;
+}
+
+static void
+check_type(Relation rel, const char *arg, int attnum, Oid wanted)
+{
+	Oid			type = SPI_gettypeid(RelationGetDescr(rel), attnum);
+
+	if (type != wanted)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flake_guard() argument \"%s\": column \"%s\" of table \"%s\" is %s, not %s",
+						arg, SPI_fname(RelationGetDescr(rel), attnum),
+						RelationGetRelationName(rel), format_type_be(type),
+						format_type_be(wanted))));
+}
+
+/* The ulidflake type, in the extension's schema (as this function is). */
+static Oid
+ulidflake_type(Oid guard_oid)
+{
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+						   CStringGetDatum("ulidflake"),
+						   ObjectIdGetDatum(get_func_namespace(guard_oid)));
+}
+
+/* Parse one argument of the trigger into a column to check. */
+static void
+parse_argument(Oid guard_oid, Relation rel, const char *arg, GuardColumn *col)
+{
+	char	   *name = pstrdup(arg);
+	char	   *family = strchr(name, ':');
+	Oid			type;
+
+	if (family != NULL)
+		*family++ = '\0';
+	col->attnum = SPI_fnumber(RelationGetDescr(rel), name);
+	if (col->attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("flake_guard() argument \"%s\": table \"%s\" has no column \"%s\"",
+						arg, RelationGetRelationName(rel), name)));
+	col->name = name;
+	col->sids = NULL;
+	col->sid_mask = 0;
+	type = SPI_gettypeid(RelationGetDescr(rel), col->attnum);
+
+	if (family == NULL || strcmp(family, "flake") == 0)
+	{
+		if (family == NULL && type == ulidflake_type(guard_oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("flake_guard() argument \"%s\" needs this server's ulidflake sids", arg),
+					 errhint("Write it as '%s:ulidflake=SIDS', where SIDS are the sids this server passes to ulidflake_next(sid), such as 0-3.",
+							 name)));
+		check_type(rel, arg, col->attnum, INT8OID);
+		col->family = GUARD_SNOWFLAKE;
+	}
+	else if (strcmp(family, "randflake") == 0)
+	{
+		check_type(rel, arg, col->attnum, INT8OID);
+		col->family = GUARD_RANDFLAKE;
+	}
+	else if (strncmp(family, "ulidflake=", 10) == 0)
+	{
+		const char *problem;
+
+		check_type(rel, arg, col->attnum, ulidflake_type(guard_oid));
+		col->family = GUARD_ULIDFLAKE;
+		col->sids = family + 10;
+		problem = flake_nodes_problem(col->sids, GUARD_SID_BITS);
+		if (*col->sids == '\0' || problem != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("flake_guard() argument \"%s\": invalid sids \"%s\"", arg, col->sids),
+					 errdetail("Sids are numbers 0 to 31 and ranges of them, such as 0-3,7; here %s.",
+							   problem ? problem : "none is given")));
+		flake_nodes_foreach(col->sids, GUARD_SID_BITS, add_sids, &col->sid_mask);
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("flake_guard() argument \"%s\": unknown id family \"%s\"", arg, family),
+				 errhint("Name a column as 'column' (flake_next() ids), 'column:randflake' or 'column:ulidflake=SIDS'.")));
+}
+
+/* The parsed arguments, kept for the rest of the statement. */
+static GuardSpec *
+guard_spec(FunctionCallInfo fcinfo, TriggerData *trigdata)
+{
+	Trigger    *trigger = trigdata->tg_trigger;
+	GuardSpec  *spec = (GuardSpec *) fcinfo->flinfo->fn_extra;
+	MemoryContext old;
+
+	if (spec != NULL && spec->trigger == trigger->tgoid)
+		return spec;
+	if (trigger->tgnargs < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("flake_guard() needs the key columns to check as arguments"),
+				 errhint("For example: EXECUTE FUNCTION flake_guard('id').")));
+
+	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	spec = palloc(offsetof(GuardSpec, columns) + trigger->tgnargs * sizeof(GuardColumn));
+	spec->trigger = trigger->tgoid;
+	spec->ncolumns = trigger->tgnargs;
+	for (int i = 0; i < trigger->tgnargs; i++)
+		parse_argument(fcinfo->flinfo->fn_oid, trigdata->tg_relation,
+					   trigger->tgargs[i], &spec->columns[i]);
+	MemoryContextSwitchTo(old);
+	fcinfo->flinfo->fn_extra = spec;
+	return spec;
+}
+
+typedef struct NodeLookup
+{
+	int64		node;
+	bool		found;
+} NodeLookup;
+
+static void
+find_node(int64 lo, int64 hi, void *arg)
+{
+	NodeLookup *lookup = (NodeLookup *) arg;
+
+	if (lookup->node >= lo && lookup->node <= hi)
+		lookup->found = true;
+}
+
+/* A nodes setting, quoted for a message. */
+static const char *
+nodes_text(const char *setting)
+{
+	if (setting == NULL || *setting == '\0')
+		return "'' (the whole node space)";
+	return psprintf("\"%s\"", setting);
+}
+
+/* Is node one of a nodes setting's ('' is every node)? */
+static bool
+node_in(const char *setting, int bits, int64 node)
+{
+	NodeLookup	lookup = {node, false};
+
+	flake_nodes_foreach(setting ? setting : "", bits, find_node, &lookup);
+	return lookup.found;
+}
+
+static void
+check_value(Relation rel, const GuardColumn *col, Datum value)
+{
+	int64		id = DatumGetInt64(value);
+	const char *table = RelationGetRelationName(rel);
+
+	switch (col->family)
+	{
+		case GUARD_SNOWFLAKE:
+			{
+				int64		node;
+
+				if (id < 0)
+					return;		/* not a flake id: no node to compare */
+				node = (id >> flake_sequence_bits) & ((INT64CONST(1) << flake_node_bits) - 1);
+				if (node_in(flake_nodes_string, flake_node_bits, node))
+					ereport(ERROR,
+							(errcode(ERRCODE_CHECK_VIOLATION),
+							 errmsg("replicated flake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node " INT64_FORMAT ", one of this server's own nodes",
+									id, col->name, table, node),
+							 errdetail("The server it came from has node " INT64_FORMAT " in its flake.nodes, and so has this server's flake.nodes %s: their ranges overlap, so their ids can collide.",
+									   node, nodes_text(flake_nodes_string)),
+							 errhint("Give every server that writes this table a disjoint flake.nodes; flake_node(id) shows which node made an id.")));
+				break;
+			}
+		case GUARD_RANDFLAKE:
+			{
+				int32		node = randflake_node_of(id);
+
+				if (node_in(flake_randflake_nodes_string, RANDFLAKE_NODE_BITS, node))
+					ereport(ERROR,
+							(errcode(ERRCODE_CHECK_VIOLATION),
+							 errmsg("replicated randflake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node %d, one of this server's own nodes",
+									id, col->name, table, node),
+							 errdetail("The server it came from has node %d in its flake.randflake_nodes, and so has this server's flake.randflake_nodes %s: their ranges overlap, so their ids can collide.",
+									   node, nodes_text(flake_randflake_nodes_string)),
+							 errhint("Give every server that writes this table a disjoint flake.randflake_nodes, and the same flake.randflake_secret.")));
+				break;
+			}
+		case GUARD_ULIDFLAKE:
+			{
+				int			sid = (int) (id & ((1 << GUARD_SID_BITS) - 1));
+				char		text[ULID_TEXT_LEN + 1];
+
+				if ((col->sid_mask & ((uint32) 1 << sid)) == 0)
+					return;
+				ulid_encode((uint64) id, text);
+				text[ULID_TEXT_LEN] = '\0';
+				ereport(ERROR,
+						(errcode(ERRCODE_CHECK_VIOLATION),
+						 errmsg("replicated ulidflake id %s in column \"%s\" of table \"%s\" has sid %d, one of this server's own sids",
+								text, col->name, table, sid),
+						 errdetail("The server it came from generates with sid %d, and so does this server (sids \"%s\"): their values can collide.",
+								   sid, col->sids),
+						 errhint("Give every server that writes this table its own ulidflake_next(sid) sids.")));
+				break;
+			}
+	}
+}
+
+Datum
+flake_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	GuardSpec  *spec;
+	HeapTuple	tuple;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("flake_guard() can only be called as a trigger")));
+	if (!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		  TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("flake_guard() must be a row trigger on INSERT or UPDATE")));
+	if (trigdata->tg_trigger->tgenabled == TRIGGER_FIRES_ON_ORIGIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("flake_guard() trigger \"%s\" on table \"%s\" does not fire for replicated rows",
+						trigdata->tg_trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation)),
+				 errhint("Enable it for rows applied by replication: ALTER TABLE %s ENABLE REPLICA TRIGGER %s;",
+						 quote_identifier(RelationGetRelationName(trigdata->tg_relation)),
+						 quote_identifier(trigdata->tg_trigger->tgname))));
+
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	spec = guard_spec(fcinfo, trigdata);
+	if (SessionReplicationRole != SESSION_REPLICATION_ROLE_REPLICA)
+		return PointerGetDatum(tuple);
+
+	for (int i = 0; i < spec->ncolumns; i++)
+	{
+		bool		isnull;
+		Datum		value = heap_getattr(tuple, spec->columns[i].attnum,
+										 RelationGetDescr(trigdata->tg_relation),
+										 &isnull);
+
+		if (!isnull)
+			check_value(trigdata->tg_relation, &spec->columns[i], value);
+	}
+	return PointerGetDatum(tuple);
+}
