@@ -3,6 +3,8 @@
 -- A generator is one line: its cost against the loop floor (with a
 -- target) and against other cases, e.g.
 --   SELECT bench.add_generator('randflake_next()', target => 1.5, versus => '{flake_next()}');
+-- A peer names the extension it needs (requires) and is skipped, with the
+-- reason in the report, where that extension is not installed.
 -- The server runs with test/flake.conf, so keys the suite sets are set here.
 
 \set ON_ERROR_STOP 1
@@ -56,6 +58,17 @@ SELECT bench.add_generator('gen_random_uuid()', scale => 0.2);
 SELECT bench.add_generator('ulidflake_next()', target => 1.5,
 						   versus => '{gen_random_uuid(), flake_next()}');
 
+-- What users pick instead: PostgreSQL 18's uuidv7(), and two extensions
+-- built from their own repositories when present: pgEdge's snowflake
+-- (Snowflake ids from a sequence; it needs snowflake.node) and pg_uuidv7.
+SELECT bench.add_generator('uuidv7()', scale => 0.2, min_version => 180000,
+						   versus => '{gen_random_uuid(), flake_next()}');
+SELECT bench.setting('snowflake.node', '1');
+SELECT bench.add_generator('snowflake.nextval()', requires => 'snowflake',
+						   versus => '{flake_next()}');
+SELECT bench.add_generator('uuid_generate_v7()', scale => 0.2, requires => 'pg_uuidv7',
+						   versus => '{gen_random_uuid(), flake_next()}');
+
 -- Randflake ids: a counter and one Sparx-64/128 block encryption.  200000
 -- ids in well under a second use up a node's second, so runs include
 -- moving on to further nodes.
@@ -84,3 +97,18 @@ SELECT bench.add_pgbench('nextval()', 'SELECT nextval(''bench_seq'');');
 SELECT bench.add_pgbench('flake_next()', 'SELECT flake_next();');
 SELECT bench.add_tps_ratio('flake_next()', 'nextval()', clients => 4, target => 1.5);
 SELECT bench.add_tps_ratio('flake_next()', 'SELECT 1');
+
+-- Bulk inserts ----------------------------------------------------------------
+
+-- Each key kind as a primary key default; the first is the reference.
+SELECT bench.add_bulk('bigserial', 'bigserial');
+SELECT bench.add_bulk('identity', 'bigint GENERATED ALWAYS AS IDENTITY');
+SELECT bench.add_bulk('flake_next()', 'bigint DEFAULT flake_next()');
+SELECT bench.add_bulk('ulidflake_next()', 'ulidflake DEFAULT ulidflake_next()');
+SELECT bench.add_bulk('randflake_next()', 'bigint DEFAULT randflake_next()');
+SELECT bench.add_bulk('gen_random_uuid()', 'uuid DEFAULT gen_random_uuid()');
+SELECT bench.add_bulk('uuidv7()', 'uuid DEFAULT uuidv7()', min_version => 180000);
+SELECT bench.add_bulk('snowflake.nextval()', 'bigint DEFAULT snowflake.nextval()',
+					  requires => 'snowflake');
+SELECT bench.add_bulk('uuid_generate_v7()', 'uuid DEFAULT uuid_generate_v7()',
+					  requires => 'pg_uuidv7');
