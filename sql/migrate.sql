@@ -18,7 +18,7 @@ CREATE FUNCTION schema_state(nsp regnamespace) RETURNS SETOF text LANGUAGE sql A
 	UNION ALL
 	SELECT format('constraint %s %I %s %s', conrelid::regclass, conname, pg_get_constraintdef(oid),
 				  obj_description(oid, 'pg_constraint'))
-	FROM pg_constraint WHERE connamespace = nsp
+	FROM pg_constraint WHERE connamespace = nsp AND contype <> 'n'	-- NOT NULL: 18+ only
 	UNION ALL
 	SELECT format('relation %s %s', c.oid::regclass, c.relkind)
 	FROM pg_class c WHERE c.relnamespace = nsp

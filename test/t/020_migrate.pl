@@ -164,7 +164,7 @@ $node->safe_psql('postgres', q{
 ($ret, $stdout, $stderr) = $node->psql('postgres', q{
 	\set VERBOSITY verbose
 	SELECT * FROM flake_migrate('payments')}, extra_params => [ '-U', 'mallory' ]);
-like($stderr, qr/ERROR:  42501: flake_migrate: must be owner of table public\.payments/,
+like($stderr, qr/ERROR:  42501: must be owner of table public\.payments/,
 	'a non-owner is refused (42501)');
 like($stderr, qr/DETAIL:  flake_migrate alters public\.payments; only its owner \S+ \(or a member of that role\) can\./,
 	'the refusal names the owner');
@@ -204,7 +204,7 @@ $node->safe_psql('postgres', q{
 ($ret, $stdout, $stderr) = $node->psql('postgres', q{
 	SELECT * FROM flake_migrate('grants', generator => 'randflake_next')});
 like($stderr,
-	qr/ERROR:  flake_migrate: the ids of public\.randflake_next\(\) would not pass constraints or indexes\n.*check constraint grants_id_check on public\.grants is false for them in column id\.\n.*negative ones too/s,
+	qr/ERROR:  the ids of public\.randflake_next\(\) would not pass constraints or indexes\n.*check constraint grants_id_check on public\.grants is false for them in column id\.\n.*negative ones too/s,
 	'a check that randflake ids fail is found beforehand');
 
 $node->stop;
