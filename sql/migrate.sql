@@ -327,6 +327,10 @@ SELECT * FROM flake_migrate('shop.early', generator => 'ulidflake_next', rekey_f
 -- a default that is not a sequence
 CREATE TABLE shop.d (id integer PRIMARY KEY DEFAULT 7);
 SELECT * FROM flake_migrate('shop.d');
+-- no default at all: a plain column, not a key
+CREATE TABLE shop.film (id serial PRIMARY KEY, length smallint);
+SELECT * FROM flake_migrate('shop.film', 'length');
+DROP TABLE shop.film;
 -- rekeying needs a unique key
 CREATE TABLE shop.nk (id serial, at timestamptz);
 SELECT * FROM flake_migrate('shop.nk', rekey_from => 'at');
@@ -368,7 +372,7 @@ ALTER TABLE shop.quiet_ref DISABLE TRIGGER ALL;
 SELECT * FROM flake_migrate('shop.quiet');
 DROP TABLE shop.quiet_ref, shop.quiet;
 -- a unique index that is not valid does not make a key
-CREATE TABLE shop.dup (id integer NOT NULL, at timestamptz NOT NULL DEFAULT '2020-01-01');
+CREATE TABLE shop.dup (id serial NOT NULL, at timestamptz NOT NULL DEFAULT '2020-01-01');
 INSERT INTO shop.dup (id) VALUES (1), (1);
 CREATE UNIQUE INDEX CONCURRENTLY dup_id ON shop.dup (id);
 SELECT * FROM flake_migrate('shop.dup', rekey_from => 'at');
@@ -400,6 +404,9 @@ RESET ROLE;
 SELECT * FROM flake_migrate('shop.r', generator => 'uuid');
 SELECT * FROM flake_migrate('shop.r', col => 'n');
 SELECT * FROM flake_migrate('shop.r', generator => 'randflake_next', rekey_from => 'at');
+CREATE TABLE shop.film (length smallint);
+SELECT * FROM flake_migrate('shop.film', 'length');
+DROP TABLE shop.film;
 CREATE TABLE shop.small (id serial PRIMARY KEY CHECK (id < 100000));
 SELECT * FROM flake_migrate('shop.small');
 SELECT * FROM flake_migrate('shop.small', generator => 'ulidflake_next');

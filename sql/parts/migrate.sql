@@ -130,7 +130,148 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('Its default is %s.', def_text),
 				  HINT = 'Drop the default first if it is meant to be replaced.';
+	ELSIF default_oid IS NULL THEN
+		RAISE EXCEPTION 'column %.% does not take its values from a sequence', tbl, quote_ident(col)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'It has no default and is not an identity column; flake_migrate migrates keys filled by a sequence (serial, bigserial, identity).',
+				  HINT = 'Name the key column with col => ''...'' (the default is id).';
 	END IF;
+END
+$$;
+
+--
+-- Whether a column can hold ids: an integer, or a numeric without
+-- fractions (as pgloader loads MySQL's bigint unsigned).  Its values are
+-- checked by flake_migrate_blockers().
+--
+CREATE FUNCTION flake_migrate_holds_ids(typid oid, typmod integer)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT typid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+		OR (typid = 'numeric'::regtype AND (typmod = -1 OR ((typmod - 4) & 65535) = 0))
+$$;
+
+--
+-- The columns named in also => '{table.column, ...}' (an unqualified
+-- table is looked up in the key's schema): they hold the key's values by
+-- convention, without a foreign key, and are changed like the columns
+-- that reference the key through one.
+--
+CREATE FUNCTION flake_migrate_also(tbl regclass, col name, key_attnum int2, also text[])
+	RETURNS flake_migrate_column[]
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	result		@extschema@.flake_migrate_column[] := '{}';
+	item		text;
+	parts		text[];
+	rel			oid;
+	att			record;
+BEGIN
+	FOREACH item IN ARRAY coalesce(also, '{}') LOOP
+		BEGIN
+			parts := parse_ident(item);
+		EXCEPTION WHEN invalid_parameter_value THEN
+			parts := NULL;
+		END;
+		IF parts IS NULL OR cardinality(parts) NOT IN (2, 3) THEN
+			RAISE EXCEPTION 'invalid column name "%" in also', item
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Name each column as table.column or schema.table.column.';
+		END IF;
+		IF cardinality(parts) = 2 THEN
+			parts := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+					  WHERE c.oid = tbl) || parts;
+		END IF;
+		SELECT c.oid INTO rel
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = parts[1] AND c.relname = parts[2] AND c.relkind IN ('r', 'p');
+		IF rel IS NULL THEN
+			RAISE EXCEPTION 'table %.% named in also does not exist', quote_ident(parts[1]), quote_ident(parts[2])
+				USING ERRCODE = 'undefined_table',
+					  HINT = 'A table without a schema is looked up in the schema of the key''s table.';
+		END IF;
+		SELECT a.attnum, a.atttypid, a.atttypmod INTO att
+		FROM pg_attribute a
+		WHERE a.attrelid = rel AND a.attname = parts[3] AND a.attnum > 0 AND NOT a.attisdropped;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'column "%" of table % does not exist', parts[3], rel::regclass
+				USING ERRCODE = 'undefined_column';
+		END IF;
+		IF rel = tbl AND att.attnum = key_attnum THEN
+			RAISE EXCEPTION 'also names the key %.% itself', tbl, quote_ident(col)
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF NOT @extschema@.flake_migrate_holds_ids(att.atttypid, att.atttypmod) THEN
+			RAISE EXCEPTION 'column %.% cannot hold ids', rel::regclass, quote_ident(parts[3])
+				USING ERRCODE = 'datatype_mismatch',
+					  DETAIL = format('It is of type %s; columns named in also must be smallint, integer, bigint or numeric without fractions.',
+									  format_type(att.atttypid, att.atttypmod));
+		END IF;
+		result := result || ROW(rel, att.attnum, true)::@extschema@.flake_migrate_column;
+	END LOOP;
+	RETURN result;
+END
+$$;
+
+--
+-- Columns that may hold the key's values by convention: integer-like
+-- columns of other tables, not yet among cols and without a foreign key,
+-- whose name is the key table's name (or its singular, with or without a
+-- prefix such as wp_) followed by _id or id, and whose values all lie in
+-- the range of the key's values.
+--
+CREATE FUNCTION flake_migrate_candidates(tbl regclass, col name, cols flake_migrate_column[])
+	RETURNS TABLE(relid oid, attnum int2, description text)
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	key_min		numeric;
+	key_max		numeric;
+	lo			numeric;
+	hi			numeric;
+	r			record;
+BEGIN
+	EXECUTE format('SELECT min(%1$I), max(%1$I) FROM %2$s', col, tbl) INTO key_min, key_max;
+	FOR r IN
+		WITH base(name) AS (
+			SELECT lower(c.relname) FROM pg_class c WHERE c.oid = tbl
+			UNION
+			SELECT regexp_replace(lower(c.relname), '^.*_', '') FROM pg_class c WHERE c.oid = tbl
+		), names(name) AS (
+			SELECT DISTINCT x FROM base
+			CROSS JOIN LATERAL unnest(ARRAY[base.name, regexp_replace(base.name, 's$', ''),
+											regexp_replace(base.name, 'es$', ''),
+											regexp_replace(base.name, 'ies$', 'y')]) x
+			WHERE x <> ''
+		)
+		SELECT a.attrelid, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod) AS type
+		FROM pg_attribute a
+		JOIN pg_class c ON c.oid = a.attrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+		  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+		  AND a.attnum > 0 AND NOT a.attisdropped
+		  AND @extschema@.flake_migrate_holds_ids(a.atttypid, a.atttypmod)
+		  AND lower(a.attname) IN (SELECT names.name || '_id' FROM names UNION SELECT names.name || 'id' FROM names)
+		  AND (a.attrelid, a.attnum) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x)
+		  AND NOT EXISTS (SELECT FROM pg_constraint f
+						  WHERE f.contype = 'f' AND f.conrelid = a.attrelid AND a.attnum = ANY (f.conkey))
+		  AND has_column_privilege(a.attrelid, a.attnum, 'SELECT')
+		ORDER BY a.attrelid::regclass::text, a.attname
+	LOOP
+		EXECUTE format('SELECT min(%1$I), max(%1$I) FROM %2$s', r.attname, r.attrelid::regclass) INTO lo, hi;
+		CONTINUE WHEN lo < key_min OR hi > key_max;
+		relid := r.attrelid;
+		attnum := r.attnum;
+		description := format('%s.%I (%s, %s)', r.attrelid::regclass, r.attname, r.type,
+							  CASE WHEN lo IS NULL THEN 'no values' ELSE format('values %s to %s', lo, hi) END);
+		RETURN NEXT;
+	END LOOP;
 END
 $$;
 
@@ -203,7 +344,8 @@ $$;
 -- caller locked the key's table), and the catalogs are read again until no
 -- new one appears.  The locks come before the checks that read data.
 --
-CREATE FUNCTION flake_migrate_closure(tbl regclass, col name, key_attnum int2, to_ulid boolean,
+CREATE FUNCTION flake_migrate_closure(tbl regclass, col name, key_attnum int2,
+									  extra flake_migrate_column[], to_ulid boolean,
 									  rekey boolean, dry_run boolean,
 									  OUT cols flake_migrate_column[], OUT touched oid[],
 									  OUT locks flake_migrate_step[])
@@ -219,6 +361,8 @@ BEGIN
 		WITH RECURSIVE refs(relid, attnum) AS (
 			SELECT tbl::oid, key_attnum
 			UNION
+			SELECT x.relid, x.attnum FROM unnest(extra) x
+			UNION
 			SELECT c.conrelid, c.conkey[k]
 			FROM refs
 			JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = refs.relid
@@ -226,7 +370,7 @@ BEGIN
 			WHERE c.confkey[k] = refs.attnum
 		)
 		SELECT array_agg(ROW(refs.relid, refs.attnum,
-							 a.atttypid IN ('int2'::regtype, 'int4'::regtype) OR to_ulid)::@extschema@.flake_migrate_column
+							 a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'numeric'::regtype) OR to_ulid)::@extschema@.flake_migrate_column
 						 ORDER BY refs.relid <> tbl, refs.attnum <> key_attnum, refs.relid, refs.attnum)
 		INTO cols
 		FROM refs JOIN pg_attribute a ON a.attrelid = refs.relid AND a.attnum = refs.attnum;
@@ -263,6 +407,8 @@ CREATE FUNCTION flake_migrate_blockers(tbl regclass, col name, cols flake_migrat
 AS $$
 DECLARE
 	list		text;
+	r			record;
+	cnt			bigint;
 BEGIN
 	-- a referencing column must hold the new ids too
 	SELECT string_agg(format('%s.%I (%s)', a.attrelid::regclass, a.attname,
@@ -270,12 +416,27 @@ BEGIN
 	INTO list
 	FROM unnest(cols) u
 	JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-	WHERE a.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype);
+	WHERE NOT @extschema@.flake_migrate_holds_ids(a.atttypid, a.atttypmod);
 	IF list IS NOT NULL THEN
 		RAISE EXCEPTION 'columns referencing %.% are not integers', tbl, quote_ident(col)
 			USING ERRCODE = 'datatype_mismatch',
 				  DETAIL = format('Referencing columns: %s.', list);
 	END IF;
+	-- numeric columns become bigint: their values must be whole and fit
+	FOR r IN
+		SELECT a.attrelid::regclass AS rel, a.attname
+		FROM unnest(cols) u
+		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+		WHERE a.atttypid = 'numeric'::regtype
+	LOOP
+		EXECUTE format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
+					   r.rel, r.attname) INTO cnt;
+		IF cnt > 0 THEN
+			RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
+				USING ERRCODE = 'numeric_value_out_of_range',
+					  DETAIL = format('Rows with a fraction or a value beyond bigint: %s. The column becomes bigint.', cnt);
+		END IF;
+	END LOOP;
 
 	-- ... and nothing else: a foreign key from one of the columns to a
 	-- column that keeps its values would stop the new ids
@@ -693,7 +854,8 @@ $$;
 CREATE FUNCTION flake_migrate(tbl regclass, col name DEFAULT 'id',
 							  generator text DEFAULT 'flake_next',
 							  rekey_from name DEFAULT NULL,
-							  dry_run boolean DEFAULT false)
+							  dry_run boolean DEFAULT false,
+							  also text[] DEFAULT NULL)
 	RETURNS TABLE(step integer, action text, detail text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -704,11 +866,13 @@ DECLARE
 	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
 	key			record;			-- the key column: flake_migrate_key()
 	map_rel		text;			-- the mapping table, when rekeying
+	extra		@extschema@.flake_migrate_column[];	-- the columns named in also
 	closure		record;			-- flake_migrate_closure(): the columns and tables
 	first_id	bigint;			-- the generator's next id, drawn now
 	fk_drops	@extschema@.flake_migrate_step[] := '{}';	-- foreign keys into the columns
 	fk_adds		@extschema@.flake_migrate_step[] := '{}';
 	plan		@extschema@.flake_migrate_step[] := '{}';
+	notes		@extschema@.flake_migrate_step[];
 	s			@extschema@.flake_migrate_step;
 	t			oid;
 	list		text;
@@ -736,9 +900,28 @@ BEGIN
 	IF rekey THEN
 		map_rel := @extschema@.flake_migrate_map_name(tbl, col, generator, rekey_from);
 	END IF;
-	SELECT * INTO closure FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum, to_ulid, rekey, dry_run);
+	extra := @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also);
+	SELECT * INTO closure
+	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum, extra, to_ulid, rekey, dry_run);
 	plan := plan || closure.locks;
 	PERFORM @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, rekey);
+
+	-- references by convention that also does not name: notes, and a
+	-- refusal when they would be left behind without also saying so
+	SELECT string_agg(c.description, ', '),
+		   coalesce(array_agg(ROW('note', 'possible reference without a foreign key, left as it is: ' || c.description,
+								  false, false)::@extschema@.flake_migrate_step), '{}')
+	INTO list, notes
+	FROM @extschema@.flake_migrate_candidates(tbl, col, closure.cols) c
+	JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
+	WHERE rekey OR to_ulid OR a.atttypid <> 'int8'::regtype;
+	IF list IS NOT NULL AND also IS NULL THEN
+		RAISE EXCEPTION 'columns of other tables may hold ids of %.%', tbl, quote_ident(col)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Possible references without a foreign key: %s.', list),
+				  HINT = 'Name the columns that hold its ids in also => ''{table.column, ...}'' so that they change with it, or pass also => ''{}'' to leave them as they are.';
+	END IF;
+	plan := plan || notes;
 
 	EXECUTE format('SELECT CAST(@extschema@.%I() AS bigint)', generator) INTO first_id;
 	plan := plan || @extschema@.flake_migrate_probe(tbl, col, closure.cols, generator, first_id, rekey);
@@ -835,5 +1018,5 @@ BEGIN
 END
 $migrate$;
 
-COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean) IS
+COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[]) IS
 	'switch a serial or identity key (and the columns referencing it) to flake ids, optionally rekeying existing rows from a time column';
