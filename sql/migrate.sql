@@ -175,7 +175,7 @@ FROM flake_migrate('shop.tickets', rekey_from => 'opened', dry_run => true);
 SELECT to_regclass('shop.tickets_flake_map') IS NULL AS no_map_yet;
 SELECT step, action FROM flake_migrate('shop.tickets', rekey_from => 'opened');
 SELECT title, t.opened, flake_timestamp(t.id) AT TIME ZONE 'UTC' AS id_time, flake_sequence(t.id),
-       flake_node(t.id) = flake_node() AS this_backends_node, m.old_id, r.body
+       flake_node(t.id) BETWEEN 1016 AND 1023 AS rekey_node, m.old_id, r.body
 FROM shop.tickets t JOIN shop.tickets_flake_map m ON m.new_id = t.id
 JOIN shop.replies r ON r.ticket = t.id ORDER BY t.id;
 SELECT obj_description('shop.tickets_flake_map'::regclass);

@@ -109,6 +109,24 @@ SELECT action, detail FROM flake_migrate('blog.tags', rekey_from => 'added', als
 WHERE action IN ('alter type', 'rekey');
 SELECT t.added, r.label FROM blog.tags t JOIN blog.tag_refs r ON r.tag_id = t.id;
 
+------------------------------------------------------------------------
+-- rekeyed ids are unique across tables: payments made at the moments of
+-- their rentals (two to a millisecond) get ids no rental has, on another
+-- node of flake.rekey_nodes; live ids never use those nodes
+------------------------------------------------------------------------
+CREATE TABLE blog.rentals (id serial PRIMARY KEY, at timestamptz NOT NULL);
+CREATE TABLE blog.payments (id serial PRIMARY KEY, at timestamptz NOT NULL);
+INSERT INTO blog.rentals (at) SELECT '2022-01-01'::timestamptz + (n / 2) * interval '1 ms' FROM generate_series(1, 5000) n;
+INSERT INTO blog.payments (at) SELECT at FROM blog.rentals ORDER BY id;
+SELECT count(*) FROM flake_migrate('blog.rentals', rekey_from => 'at');
+SELECT count(*) FROM flake_migrate('blog.payments', rekey_from => 'at');
+SELECT count(*) AS ids_in_common FROM blog.rentals r JOIN blog.payments p ON p.id = r.id;
+SELECT count(*) AS same_times FROM blog.rentals r JOIN blog.payments p
+	ON flake_timestamp(p.id) = flake_timestamp(r.id) AND flake_sequence(p.id) = flake_sequence(r.id);
+SELECT (SELECT array_agg(DISTINCT flake_node(id)) FROM blog.rentals) <> (SELECT array_agg(DISTINCT flake_node(id)) FROM blog.payments) AS other_node,
+	   (SELECT bool_and(flake_node(id) BETWEEN 1016 AND 1023) FROM blog.rentals) AS rekey_nodes,
+	   flake_node(flake_next()) < 1016 AS live_node;
+
 \set VERBOSITY sqlstate
 CREATE TABLE blog.cats (id serial PRIMARY KEY);
 CREATE TABLE blog.cat_refs (cat_id integer, name text);

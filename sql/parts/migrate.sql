@@ -295,6 +295,19 @@ BEGIN
 				  DETAIL = 'Randflake ids are encrypted: they do not sort by time, so they cannot carry the time of existing rows.',
 				  HINT = 'Rekey with flake_next or ulidflake_next, or migrate without rekey_from so that only new rows get randflake ids.';
 	END IF;
+	IF generator = 'flake_next' AND coalesce(current_setting('flake.rekey_nodes', true), '') = '' THEN
+		RAISE EXCEPTION 'flake.rekey_nodes is empty'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys.',
+				  HINT = 'Leave some nodes out of flake.nodes, here and on every server that shares keys, and name them in flake.rekey_nodes, for example flake.nodes = ''0-1015'' and flake.rekey_nodes = ''1016-1023''; then restart the server.';
+	END IF;
+	IF generator = 'flake_next'
+	   AND NOT has_function_privilege('@extschema@.flake_rekey_claim(bigint, bigint)', 'EXECUTE') THEN
+		RAISE EXCEPTION 'permission denied for function flake_rekey_claim'
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'A rekey claims a node of flake.rekey_nodes for this server''s ids.',
+				  HINT = 'Rekey as a superuser, or GRANT EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint) to the role.';
+	END IF;
 	SELECT a.atttypid INTO rekey_type
 	FROM pg_attribute a
 	WHERE a.attrelid = tbl AND a.attname = rekey_from AND a.attnum > 0 AND NOT a.attisdropped;
@@ -651,10 +664,12 @@ $$;
 --
 -- The rekey mapping: a query of (old_id, new_id), new ids from each row's
 -- time, in (time, old id) order; a millisecond with more rows than ids
--- spills into the next ones.  Snowflake ids go on this backend's leased
--- node, below first_id, the id just drawn from it, so the generator never
--- issues them again.  Refuses rows without a usable time, and new ids that
--- would meet old ones.
+-- spills into the next ones.  All lie below first_id, the id just drawn
+-- from the generator.  Snowflake ids go on a node of flake.rekey_nodes,
+-- which live generation never uses, claimed for the rekey's milliseconds
+-- when the query runs (see src/rekey.c), so no other rekey gets them.
+-- Refuses rows without a usable time, and new ids that could meet old
+-- ones.
 --
 CREATE FUNCTION flake_migrate_rekey_query(tbl regclass, col name, generator text,
 										  rekey_from name, first_id bigint)
@@ -665,37 +680,36 @@ AS $$
 DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
 	gen_call	text := '@extschema@.' || generator || '()';
-	cand		text;
+	slots		text;			-- SELECT k (old id), slot (ms * per_ms + n)
+	per_ms		bigint;			-- ids of a millisecond on one node
+	ms_shift	integer;		-- bits below the milliseconds in an id
+	seq_bits	integer;
 	epoch		timestamptz;
-	nb			integer;
-	sb			integer;
 	cnt			bigint;
 	n_null		bigint;
 	n_before	bigint;
 	n_after		bigint;
-	min_new		bigint;
-	max_new		bigint;
+	first_ms	bigint;
+	last_ms		bigint;
 	max_old		bigint;
 BEGIN
 	IF to_ulid THEN
 		epoch := @extschema@.flake_timestamp(CAST(0::bigint AS @extschema@.ulidflake));
-		cand := format($q$SELECT k AS old_id, slot AS new_id
-FROM (SELECT k, rn + max(ms * 1048576 - rn) OVER (ORDER BY rn) AS slot
-      FROM (SELECT CAST(%1$I AS bigint) AS k, row_number() OVER (ORDER BY CAST(%2$I AS timestamptz), %1$I) - 1 AS rn,
-                   CAST(@extschema@.ulidflake_from_timestamp(CAST(%2$I AS timestamptz)) AS bigint) >> 20 AS ms
-            FROM %3$s) r) s$q$, col, rekey_from, tbl);
+		seq_bits := 20;
+		ms_shift := 20;
 	ELSE
 		epoch := @extschema@.flake_timestamp(CAST(0 AS bigint));
-		nb := current_setting('flake.node_bits')::integer;
-		sb := current_setting('flake.sequence_bits')::integer;
-		cand := format($q$SELECT k AS old_id, ((slot >> %1$s) << %2$s) | %3$s | (slot & %4$s) AS new_id
-FROM (SELECT k, rn + max(ms * %5$s - rn) OVER (ORDER BY rn) AS slot
-      FROM (SELECT CAST(%6$I AS bigint) AS k, row_number() OVER (ORDER BY CAST(%7$I AS timestamptz), %6$I) - 1 AS rn,
-                   @extschema@.flake_from_timestamp(CAST(%7$I AS timestamptz)) >> %2$s AS ms
-            FROM %8$s) r) s$q$,
-					   sb, nb + sb, @extschema@.flake_node(first_id)::bigint << sb, (1::bigint << sb) - 1,
-					   1::bigint << sb, col, rekey_from, tbl);
+		seq_bits := current_setting('flake.sequence_bits')::integer;
+		ms_shift := current_setting('flake.node_bits')::integer + seq_bits;
 	END IF;
+	per_ms := 1::bigint << seq_bits;
+	slots := format($q$SELECT k, rn + max(ms * %1$s - rn) OVER (ORDER BY rn) AS slot
+      FROM (SELECT CAST(%2$I AS bigint) AS k, row_number() OVER (ORDER BY CAST(%3$I AS timestamptz), %2$I) - 1 AS rn,
+                   CAST(@extschema@.%4$s(CAST(%3$I AS timestamptz)) AS bigint) >> %5$s AS ms
+            FROM %6$s) r$q$,
+					per_ms, col, rekey_from,
+					CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
+					ms_shift, tbl);
 
 	EXECUTE format('SELECT count(*) FILTER (WHERE %1$I IS NULL),
 						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < $1),
@@ -718,24 +732,39 @@ FROM (SELECT k, rn + max(ms * %5$s - rn) OVER (ORDER BY rn) AS slot
 				  HINT = 'Give those rows a time (or delete them) first, or migrate without rekey_from.';
 	END IF;
 
-	EXECUTE format('SELECT min(new_id), max(new_id) FROM (%s) c', cand) INTO min_new, max_new;
-	IF max_new >= first_id THEN
+	-- the new ids sort below the generator's next one
+	EXECUTE format('SELECT min(slot) / $1, max(slot) / $1 FROM (%s) s', slots)
+		USING per_ms INTO first_ms, last_ms;
+	IF last_ms >= first_id >> ms_shift THEN
 		RAISE EXCEPTION 'too many rows of % in the last milliseconds', tbl
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('Rekeyed ids must stay below %s, the id just drawn from %s.', first_id, gen_call),
 				  HINT = 'Try again in a moment.';
 	END IF;
+
+	-- ... and must not meet the old ids of other rows
 	EXECUTE format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl) INTO max_old;
-	IF min_new <= max_old THEN
-		EXECUTE format('SELECT count(*) FROM (%s) c JOIN %s o ON o.%I = c.new_id', cand, tbl, col) INTO cnt;
+	IF first_ms << ms_shift <= max_old THEN
+		EXECUTE format('SELECT count(DISTINCT s.k) FROM (%s) s JOIN %s o ON CAST(o.%I AS bigint) BETWEEN (s.slot / $1) << $2 AND ((s.slot / $1 + 1) << $2) - 1',
+					   slots, tbl, col)
+			USING per_ms, ms_shift INTO cnt;
 		IF cnt > 0 THEN
-			RAISE EXCEPTION '% new ids of % would equal old ids of other rows', cnt, tbl
+			RAISE EXCEPTION '% new ids of % could equal old ids of other rows', cnt, tbl
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					  DETAIL = format('Rows timed in the first milliseconds after the epoch get ids as small as the old keys (up to %s).', max_old),
 					  HINT = 'Migrate without rekey_from, or correct the time of those rows.';
 		END IF;
 	END IF;
-	RETURN cand;
+
+	-- ulidflake: the slot is the id; Snowflake: milliseconds, a node
+	-- claimed for the rekey when the statement runs, then the sequence
+	IF to_ulid THEN
+		RETURN format('SELECT k AS old_id, slot AS new_id FROM (%s) s', slots);
+	END IF;
+	RETURN format($q$SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
+FROM (%4$s) s,
+     (SELECT @extschema@.flake_rekey_claim(%5$s, %6$s) AS node) n$q$,
+				  seq_bits, ms_shift, per_ms - 1, slots, first_ms, last_ms);
 END
 $$;
 
@@ -840,6 +869,13 @@ BEGIN
 	RETURN steps;
 END
 $$;
+
+-- a node of flake.rekey_nodes for the milliseconds of a rekey, claimed
+-- durably for this server: not for everyone, since each call uses one up
+CREATE FUNCTION flake_rekey_claim(first_ms bigint, last_ms bigint) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+REVOKE EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION flake_rekey_claim(bigint, bigint) IS 'claim a node of flake.rekey_nodes for the milliseconds of a flake_migrate() rekey';
 
 -- The helpers are internal to flake_migrate() but stay executable by
 -- PUBLIC: a SECURITY INVOKER function calls them with its caller's rights,

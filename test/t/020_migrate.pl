@@ -10,7 +10,8 @@ use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('migrate');
 $node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'\n");
+$node->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'flake'\nflake.nodes = '0-1015'\nflake.rekey_nodes = '1016-1023'\n");
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION flake');
 
