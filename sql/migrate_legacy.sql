@@ -127,6 +127,61 @@ SELECT (SELECT array_agg(DISTINCT flake_node(id)) FROM blog.rentals) <> (SELECT 
 	   (SELECT bool_and(flake_node(id) BETWEEN 1016 AND 1023) FROM blog.rentals) AS rekey_nodes,
 	   flake_node(flake_next()) < 1016 AS live_node;
 
+------------------------------------------------------------------------
+-- rows the ids cannot date: NULL, before the epoch, in the future
+------------------------------------------------------------------------
+CREATE TABLE blog.events (id serial PRIMARY KEY, at timestamptz, what text);
+CREATE TABLE blog.event_refs (event_id integer REFERENCES blog.events);
+INSERT INTO blog.events (at, what) VALUES ('2020-01-01', 'dated'), (NULL, 'null'), ('2010-05-05', 'pre-epoch'),
+	(now() + interval '1 day', 'future'), ('2021-01-01', 'dated too');
+INSERT INTO blog.event_refs SELECT id FROM blog.events;
+-- refused by default, with the counts; the hint names flake.epoch
+SELECT * FROM flake_migrate('blog.events', rekey_from => 'at', dry_run => true);
+SELECT * FROM flake_migrate('blog.events', rekey_from => 'at', undatable => 'maybe');
+-- keep: they keep their old ids, counted in the plan
+BEGIN;
+SELECT action, detail FROM flake_migrate('blog.events', rekey_from => 'at', undatable => 'keep')
+WHERE action IN ('note', 'rekey');
+SELECT e.what, e.id < 100 AS old_id, m.old_id IS NOT NULL AS mapped, r.event_id = e.id AS ref_follows
+FROM blog.events e LEFT JOIN blog.events_flake_map m ON m.new_id = e.id
+JOIN blog.event_refs r ON r.event_id = e.id ORDER BY e.id;
+ROLLBACK;
+-- now: they get ids of now, after the dated ones
+SELECT action, detail FROM flake_migrate('blog.events', rekey_from => 'at', undatable => 'now')
+WHERE action IN ('note', 'rekey');
+SELECT e.what, m.old_id, flake_timestamp(e.id) > now() - interval '1 hour' AS id_of_now,
+	   flake_timestamp(e.id) = e.at AS id_of_its_time, r.event_id = e.id AS ref_follows
+FROM blog.events e JOIN blog.events_flake_map m ON m.new_id = e.id
+JOIN blog.event_refs r ON r.event_id = e.id ORDER BY e.id;
+-- ulidflake: its epoch (2024-01-01) is fixed, and the hint says so
+CREATE TABLE blog.old_visits (id serial PRIMARY KEY, day date NOT NULL);
+INSERT INTO blog.old_visits (day) VALUES ('2023-12-31'), ('2024-06-01');
+SELECT * FROM flake_migrate('blog.old_visits', generator => 'ulidflake_next', rekey_from => 'day');
+
+------------------------------------------------------------------------
+-- a trigger that rewrites updated rows, as pgloader emulates MySQL's
+-- ON UPDATE CURRENT_TIMESTAMP: refused, or disabled for the rekey's own
+-- updates and enabled again in the same transaction
+------------------------------------------------------------------------
+CREATE TABLE blog.notes (id bigserial PRIMARY KEY, created timestamptz NOT NULL,
+						 updated timestamptz NOT NULL DEFAULT '2001-01-01');
+CREATE FUNCTION blog.on_update_current_timestamp_notes() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	NEW.updated = now();
+	RETURN NEW;
+END $$;
+CREATE TRIGGER on_update_current_timestamp BEFORE UPDATE ON blog.notes
+	FOR EACH ROW EXECUTE FUNCTION blog.on_update_current_timestamp_notes();
+CREATE TRIGGER audit_always BEFORE UPDATE ON blog.notes
+	FOR EACH ROW EXECUTE FUNCTION blog.on_update_current_timestamp_notes();
+ALTER TABLE blog.notes ENABLE ALWAYS TRIGGER audit_always;
+INSERT INTO blog.notes (created) VALUES ('2022-02-02'), ('2022-03-03');
+SELECT * FROM flake_migrate('blog.notes', rekey_from => 'created', dry_run => true);
+SELECT step, action, CASE WHEN action = 'fill map' THEN left(detail, 40) || ' ...' ELSE detail END AS detail
+FROM flake_migrate('blog.notes', rekey_from => 'created', disable_triggers => true);
+SELECT updated, flake_timestamp(id) = created AS rekeyed FROM blog.notes ORDER BY id;
+SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'blog.notes'::regclass ORDER BY 1;
+
 \set VERBOSITY sqlstate
 CREATE TABLE blog.cats (id serial PRIMARY KEY);
 CREATE TABLE blog.cat_refs (cat_id integer, name text);
@@ -135,6 +190,11 @@ SELECT * FROM flake_migrate('blog.cats', also => '{cat_refs.name}');
 SELECT * FROM flake_migrate('blog.cats', also => '{cat_refs.nope}');
 SELECT * FROM flake_migrate('blog.cats', also => '{nope.cat_id}');
 SELECT * FROM flake_migrate('blog.cats', also => '{cat_id}');
+SELECT * FROM flake_migrate('blog.cats', rekey_from => 'id', undatable => 'maybe');
+\set VERBOSITY default
+ALTER TABLE blog.old_visits ALTER COLUMN day DROP NOT NULL;
+INSERT INTO blog.old_visits (day) VALUES (NULL);
+SELECT * FROM flake_migrate('blog.old_visits', rekey_from => 'day');
 \set VERBOSITY default
 
 DROP TABLE before;

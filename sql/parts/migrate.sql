@@ -413,7 +413,7 @@ $$;
 -- a column whose type changes, and what would act on rekeying updates.
 --
 CREATE FUNCTION flake_migrate_blockers(tbl regclass, col name, cols flake_migrate_column[],
-									   touched oid[], rekey boolean)
+									   touched oid[], rekey boolean, disable_triggers boolean)
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -520,7 +520,7 @@ BEGIN
 			SELECT format('trigger %I on %s', g.tgname, g.tgrelid::regclass) AS x
 			FROM pg_trigger g
 			WHERE g.tgrelid = ANY (touched) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-			  AND (g.tgtype & 16) <> 0
+			  AND (g.tgtype & 16) <> 0 AND NOT disable_triggers
 			UNION ALL
 			SELECT format('rule %I on %s', w.rulename, w.ev_class::regclass)
 			FROM pg_rewrite w
@@ -533,7 +533,7 @@ BEGIN
 			RAISE EXCEPTION 'cannot rekey %: updates of its rows would be changed by other objects', tbl
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					  DETAIL = format('Rekeying updates every row of the tables; in the way: %s.', list),
-					  HINT = 'Disable them in the same transaction (ALTER TABLE ... DISABLE TRIGGER / DISABLE RULE / NO FORCE ROW LEVEL SECURITY) and enable them again after flake_migrate.';
+					  HINT = 'Pass disable_triggers => true to have flake_migrate disable the triggers for its own updates; disable rules and row-level security in the same transaction (ALTER TABLE ... DISABLE RULE / NO FORCE ROW LEVEL SECURITY) and enable them again after flake_migrate.';
 		END IF;
 	END IF;
 END
@@ -672,8 +672,8 @@ $$;
 -- ones.
 --
 CREATE FUNCTION flake_migrate_rekey_query(tbl regclass, col name, generator text,
-										  rekey_from name, first_id bigint)
-	RETURNS text
+										  rekey_from name, first_id bigint, undatable text,
+										  OUT query text, OUT note text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -692,6 +692,7 @@ DECLARE
 	first_ms	bigint;
 	last_ms		bigint;
 	max_old		bigint;
+	datable		text;			-- a row's time is one the ids can carry
 BEGIN
 	IF to_ulid THEN
 		epoch := @extschema@.flake_timestamp(CAST(0::bigint AS @extschema@.ulidflake));
@@ -703,13 +704,18 @@ BEGIN
 		ms_shift := current_setting('flake.node_bits')::integer + seq_bits;
 	END IF;
 	per_ms := 1::bigint << seq_bits;
+	datable := format('CAST(%1$I AS timestamptz) >= %2$L AND CAST(%1$I AS timestamptz) < %3$L',
+					  rekey_from, epoch,
+					  CASE WHEN to_ulid
+					  THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
+					  ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms');
 	slots := format($q$SELECT k, rn + max(ms * %1$s - rn) OVER (ORDER BY rn) AS slot
       FROM (SELECT CAST(%2$I AS bigint) AS k, row_number() OVER (ORDER BY CAST(%3$I AS timestamptz), %2$I) - 1 AS rn,
                    CAST(@extschema@.%4$s(CAST(%3$I AS timestamptz)) AS bigint) >> %5$s AS ms
-            FROM %6$s) r$q$,
+            FROM %6$s WHERE %7$s) r$q$,
 					per_ms, col, rekey_from,
 					CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
-					ms_shift, tbl);
+					ms_shift, tbl, datable);
 
 	EXECUTE format('SELECT count(*) FILTER (WHERE %1$I IS NULL),
 						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < $1),
@@ -719,17 +725,27 @@ BEGIN
 					 THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
 					 ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms'
 		INTO n_null, n_before, n_after;
-	IF n_null + n_before + n_after > 0 THEN
-		RAISE EXCEPTION '% of % have no time that % can carry',
+	IF n_null + n_before + n_after > 0 AND undatable IS NOT NULL THEN
+		note := format('%s of %s %s no time that %s can carry (in column %I: %s NULL, %s before the epoch, %s after the current time): %s',
+					   CASE n_null + n_before + n_after WHEN 1 THEN '1 row' ELSE (n_null + n_before + n_after) || ' rows' END,
+					   tbl, CASE n_null + n_before + n_after WHEN 1 THEN 'has' ELSE 'have' END, gen_call,
+					   rekey_from, n_null, n_before, n_after,
+					   CASE undatable WHEN 'keep' THEN 'they keep their old ids' ELSE 'they get ids of now' END);
+	ELSIF n_null + n_before + n_after > 0 THEN
+		RAISE EXCEPTION '% of % % no time that % can carry',
 				CASE n_null + n_before + n_after WHEN 1 THEN '1 row'
-				ELSE (n_null + n_before + n_after) || ' rows' END, tbl, gen_call
+				ELSE (n_null + n_before + n_after) || ' rows' END, tbl,
+				CASE n_null + n_before + n_after WHEN 1 THEN 'has' ELSE 'have' END, gen_call
 			USING ERRCODE = CASE WHEN n_null > 0 THEN 'null_value_not_allowed' ELSE 'numeric_value_out_of_range' END,
 				  DETAIL = format('In column %I: %s NULL, %s before the epoch %s, %s after the current time.',
 								  rekey_from, n_null, n_before,
 								  regexp_replace(to_char(epoch AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
 												 '\.000$', '') || '+00',
 								  n_after),
-				  HINT = 'Give those rows a time (or delete them) first, or migrate without rekey_from.';
+				  HINT = 'Give those rows a time first, or pass undatable => ''keep'' (they keep their old ids) or ''now'' (they get ids of now)'
+						 || CASE WHEN n_before = 0 THEN '.'
+						 WHEN to_ulid THEN '; the ulidflake epoch is fixed.'
+						 ELSE '; with flake.epoch set before the oldest row, every id carries its row''s exact millisecond.' END;
 	END IF;
 
 	-- the new ids sort below the generator's next one
@@ -758,13 +774,21 @@ BEGIN
 
 	-- ulidflake: the slot is the id; Snowflake: milliseconds, a node
 	-- claimed for the rekey when the statement runs, then the sequence
-	IF to_ulid THEN
-		RETURN format('SELECT k AS old_id, slot AS new_id FROM (%s) s', slots);
-	END IF;
-	RETURN format($q$SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
+	IF first_ms IS NULL THEN
+		query := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
+	ELSIF to_ulid THEN
+		query := format('SELECT k AS old_id, slot AS new_id FROM (%s) s', slots);
+	ELSE
+		query := format($q$SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
 FROM (%4$s) s,
      (SELECT @extschema@.flake_rekey_claim(%5$s, %6$s) AS node) n$q$,
-				  seq_bits, ms_shift, per_ms - 1, slots, first_ms, last_ms);
+						seq_bits, ms_shift, per_ms - 1, slots, first_ms, last_ms);
+	END IF;
+	-- rows without a time: ids of now, in old id order
+	IF undatable = 'now' AND note IS NOT NULL THEN
+		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM (SELECT CAST(%I AS bigint) AS k FROM %s WHERE NOT coalesce(%s, false) ORDER BY 1) u)',
+						query, generator, col, tbl, datable);
+	END IF;
 END
 $$;
 
@@ -891,7 +915,9 @@ CREATE FUNCTION flake_migrate(tbl regclass, col name DEFAULT 'id',
 							  generator text DEFAULT 'flake_next',
 							  rekey_from name DEFAULT NULL,
 							  dry_run boolean DEFAULT false,
-							  also text[] DEFAULT NULL)
+							  also text[] DEFAULT NULL,
+							  undatable text DEFAULT NULL,
+							  disable_triggers boolean DEFAULT false)
 	RETURNS TABLE(step integer, action text, detail text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -904,6 +930,9 @@ DECLARE
 	map_rel		text;			-- the mapping table, when rekeying
 	extra		@extschema@.flake_migrate_column[];	-- the columns named in also
 	closure		record;			-- flake_migrate_closure(): the columns and tables
+	mapping		record;			-- flake_migrate_rekey_query(): old and new ids
+	triggers_off @extschema@.flake_migrate_step[];	-- disable_triggers
+	triggers_on	@extschema@.flake_migrate_step[] := '{}';
 	first_id	bigint;			-- the generator's next id, drawn now
 	fk_drops	@extschema@.flake_migrate_step[] := '{}';	-- foreign keys into the columns
 	fk_adds		@extschema@.flake_migrate_step[] := '{}';
@@ -925,6 +954,11 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'The generator is one of flake_next, randflake_next and ulidflake_next.';
 	END IF;
+	IF undatable NOT IN ('keep', 'now') THEN
+		RAISE EXCEPTION 'invalid value for undatable: "%"', undatable
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'undatable is keep (rows without a usable time keep their old ids) or now (they get ids of now).';
+	END IF;
 	IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND c.relkind IN ('r', 'p')) THEN
 		RAISE EXCEPTION '% is not a table', tbl
 			USING ERRCODE = 'wrong_object_type';
@@ -940,7 +974,8 @@ BEGIN
 	SELECT * INTO closure
 	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum, extra, to_ulid, rekey, dry_run);
 	plan := plan || closure.locks;
-	PERFORM @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, rekey);
+	PERFORM @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, rekey,
+											   disable_triggers);
 
 	-- references by convention that also does not name: notes, and a
 	-- refusal when they would be left behind without also saying so
@@ -963,6 +998,11 @@ BEGIN
 	plan := plan || @extschema@.flake_migrate_probe(tbl, col, closure.cols, generator, first_id, rekey);
 
 	IF rekey THEN
+		SELECT * INTO mapping
+		FROM @extschema@.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
+		IF mapping.note IS NOT NULL THEN
+			plan := plan || ROW('note', mapping.note, false, false)::@extschema@.flake_migrate_step;
+		END IF;
 		plan := plan
 			|| ROW('create map',
 				   format('CREATE TABLE %s (old_id bigint PRIMARY KEY, new_id %s NOT NULL UNIQUE)', map_rel, target),
@@ -974,7 +1014,7 @@ BEGIN
 			|| ROW('fill map',
 				   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
 						  CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END,
-						  @extschema@.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id)),
+						  mapping.query),
 				   true, true)::@extschema@.flake_migrate_step;
 	END IF;
 
@@ -1002,7 +1042,22 @@ BEGIN
 							true, false)::@extschema@.flake_migrate_step;
 	END LOOP;
 
-	-- rewrite the ids: the key, then every column referencing it
+	-- rewrite the ids: the key, then every column referencing it, with the
+	-- tables' user triggers disabled for these updates if asked to (and
+	-- enabled again as they were)
+	IF rekey AND disable_triggers THEN
+		SELECT coalesce(array_agg(ROW('disable trigger', format('ALTER TABLE %s DISABLE TRIGGER %I', g.tgrelid::regclass, g.tgname),
+									  true, false)::@extschema@.flake_migrate_step ORDER BY g.tgrelid, g.tgname), '{}'),
+			   coalesce(array_agg(ROW('enable trigger', format('ALTER TABLE %s ENABLE %sTRIGGER %I', g.tgrelid::regclass,
+															   CASE g.tgenabled WHEN 'A' THEN 'ALWAYS ' WHEN 'R' THEN 'REPLICA ' ELSE '' END,
+															   g.tgname),
+									  true, false)::@extschema@.flake_migrate_step ORDER BY g.tgrelid, g.tgname), '{}')
+		INTO triggers_off, triggers_on
+		FROM pg_trigger g
+		WHERE g.tgrelid = ANY (closure.touched) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
+		  AND (g.tgtype & 16) <> 0;
+		plan := plan || triggers_off;
+	END IF;
 	IF rekey THEN
 		SELECT plan || array_agg(ROW('rekey',
 				   format('UPDATE %s AS t SET %I = m.new_id FROM %s AS m WHERE t.%I %s',
@@ -1016,7 +1071,7 @@ BEGIN
 		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum;
 	END IF;
 
-	plan := plan || fk_adds
+	plan := plan || triggers_on || fk_adds
 		|| ROW('set default', format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator),
 			   true, false)::@extschema@.flake_migrate_step;
 
@@ -1054,5 +1109,5 @@ BEGIN
 END
 $migrate$;
 
-COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[]) IS
+COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text, boolean) IS
 	'switch a serial or identity key (and the columns referencing it) to flake ids, optionally rekeying existing rows from a time column';
