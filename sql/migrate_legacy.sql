@@ -38,7 +38,9 @@ LEFT JOIN blog.wp_comments c ON c.comment_post_id = p.id;
 
 -- the candidate is found; without also, a rekey that would leave it on
 -- old ids is refused (also in a dry run)
-SELECT * FROM flake_migrate('blog.wp_posts', rekey_from => 'post_date', dry_run => true);
+SELECT step, action, left(detail, 100) AS detail
+FROM flake_migrate('blog.wp_posts', rekey_from => 'post_date', dry_run => true) WHERE step < 6;
+SELECT * FROM flake_migrate('blog.wp_posts', rekey_from => 'post_date');
 -- also => '{}' leaves it, and says so
 SELECT action, detail FROM flake_migrate('blog.wp_posts', rekey_from => 'post_date', dry_run => true, also => '{}')
 WHERE action = 'note';
@@ -181,6 +183,22 @@ SELECT step, action, CASE WHEN action = 'fill map' THEN left(detail, 40) || ' ..
 FROM flake_migrate('blog.notes', rekey_from => 'created', disable_triggers => true);
 SELECT updated, flake_timestamp(id) = created AS rekeyed FROM blog.notes ORDER BY id;
 SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'blog.notes'::regclass ORDER BY 1;
+
+------------------------------------------------------------------------
+-- a dry run lists every blocker it finds, then the plan; the real run
+-- refuses at the first, before anything changes
+------------------------------------------------------------------------
+CREATE TABLE blog.users (id serial, joined timestamptz, name text);
+CREATE VIEW blog.user_names AS SELECT id, name FROM blog.users;
+CREATE TABLE blog.user_roles (user_id integer, role text);
+CREATE TRIGGER users_touch BEFORE UPDATE ON blog.users
+	FOR EACH ROW EXECUTE FUNCTION blog.on_update_current_timestamp_notes();
+INSERT INTO blog.users (joined, name) VALUES (NULL, 'x'), ('2020-01-01', 'y');
+INSERT INTO blog.user_roles VALUES (1, 'admin');
+SELECT step, action, detail FROM flake_migrate('blog.users', rekey_from => 'joined', dry_run => true)
+WHERE action IN ('blocked', 'lock');
+SELECT * FROM flake_migrate('blog.users', rekey_from => 'joined');
+SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'blog.users'::regclass AND attname = 'id';
 
 \set VERBOSITY sqlstate
 CREATE TABLE blog.cats (id serial PRIMARY KEY);

@@ -32,6 +32,18 @@ CREATE TYPE flake_migrate_column AS (
 COMMENT ON TYPE flake_migrate_column IS 'a column whose values flake_migrate() changes';
 
 --
+-- A blocker found by a dry run, as a plan step: the error it would raise.
+--
+CREATE FUNCTION flake_migrate_blocked(message text, sqlstate text, detail text)
+	RETURNS flake_migrate_step
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT ROW('blocked', format('%s (SQLSTATE %s)', message, sqlstate) || coalesce('. ' || detail, ''),
+			   false, false)::@extschema@.flake_migrate_step
+$$;
+
+--
 -- Check that the caller owns a table, and lock it unless this is a dry run.
 -- The lock comes before anything of the table is read, so that nothing
 -- changes between check and change.  referenced names the key column that
@@ -368,6 +380,9 @@ AS $$
 DECLARE
 	checked		oid[] := ARRAY[tbl::oid];
 	t			oid;
+	msg			text;
+	state		text;
+	det			text;
 BEGIN
 	locks := '{}';
 	LOOP
@@ -398,7 +413,15 @@ BEGIN
 
 		FOREACH t IN ARRAY touched LOOP
 			CONTINUE WHEN t = ANY (checked);
-			locks := locks || @extschema@.flake_migrate_lock(t, format('%s.%I', tbl, col), dry_run);
+			BEGIN
+				locks := locks || @extschema@.flake_migrate_lock(t, format('%s.%I', tbl, col), dry_run);
+			EXCEPTION WHEN insufficient_privilege THEN
+				IF NOT dry_run THEN
+					RAISE;
+				END IF;
+				GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+				locks := locks || @extschema@.flake_migrate_blocked(msg, state, det);
+			END;
 			checked := checked || t;
 		END LOOP;
 		-- a dry run takes no locks, so looking again would change nothing
@@ -413,8 +436,9 @@ $$;
 -- a column whose type changes, and what would act on rekeying updates.
 --
 CREATE FUNCTION flake_migrate_blockers(tbl regclass, col name, cols flake_migrate_column[],
-									   touched oid[], rekey boolean, disable_triggers boolean)
-	RETURNS void
+									   touched oid[], rekey boolean, disable_triggers boolean,
+									   collect boolean)
+	RETURNS flake_migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -422,120 +446,171 @@ DECLARE
 	list		text;
 	r			record;
 	cnt			bigint;
+	found		@extschema@.flake_migrate_step[] := '{}';
+	msg			text;
+	state		text;
+	det			text;
 BEGIN
-	-- a referencing column must hold the new ids too
-	SELECT string_agg(format('%s.%I (%s)', a.attrelid::regclass, a.attname,
-							 format_type(a.atttypid, a.atttypmod)), ', ')
-	INTO list
-	FROM unnest(cols) u
-	JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-	WHERE NOT @extschema@.flake_migrate_holds_ids(a.atttypid, a.atttypmod);
-	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'columns referencing %.% are not integers', tbl, quote_ident(col)
-			USING ERRCODE = 'datatype_mismatch',
-				  DETAIL = format('Referencing columns: %s.', list);
-	END IF;
-	-- numeric columns become bigint: their values must be whole and fit
-	FOR r IN
-		SELECT a.attrelid::regclass AS rel, a.attname
+	BEGIN
+		-- a referencing column must hold the new ids too
+		SELECT string_agg(format('%s.%I (%s)', a.attrelid::regclass, a.attname,
+								 format_type(a.atttypid, a.atttypmod)), ', ')
+		INTO list
 		FROM unnest(cols) u
 		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-		WHERE a.atttypid = 'numeric'::regtype
-	LOOP
-		EXECUTE format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
-					   r.rel, r.attname) INTO cnt;
-		IF cnt > 0 THEN
-			RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
-				USING ERRCODE = 'numeric_value_out_of_range',
-					  DETAIL = format('Rows with a fraction or a value beyond bigint: %s. The column becomes bigint.', cnt);
-		END IF;
-	END LOOP;
-
-	-- ... and nothing else: a foreign key from one of the columns to a
-	-- column that keeps its values would stop the new ids
-	SELECT string_agg(format('%s (%s.%I) references %s.%I', c.conname, c.conrelid::regclass, a.attname,
-							 c.confrelid::regclass, fa.attname), ', ' ORDER BY c.conrelid, c.conname, k)
-	INTO list
-	FROM unnest(cols) u
-	JOIN pg_constraint c ON c.contype = 'f' AND c.conrelid = u.relid
-	CROSS JOIN LATERAL generate_subscripts(c.conkey, 1) k
-	JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[k]
-	JOIN pg_attribute fa ON fa.attrelid = c.confrelid AND fa.attnum = c.confkey[k]
-	WHERE c.conkey[k] = u.attnum
-	  AND (c.confrelid, c.confkey[k]) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x);
-	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'columns that would get ids of %.% also reference other keys', tbl, quote_ident(col)
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = format('Foreign keys: %s; their values must exist there too.', list),
-				  HINT = 'Migrate the table they reference instead (the columns referencing its key follow), or drop those foreign keys first.';
-	END IF;
-
-	-- the tables, each on its own
-	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-		SELECT format(CASE WHEN c.relispartition THEN '%s is a partition of %s' ELSE '%s inherits from %s' END,
-					  h.inhrelid::regclass, h.inhparent::regclass) AS x
-		FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
-		WHERE h.inhrelid = ANY (touched) OR h.inhparent = ANY (touched)
-		UNION
-		SELECT format('%s is partitioned', c.oid::regclass)
-		FROM pg_class c
-		WHERE c.oid = ANY (touched) AND c.relkind = 'p'
-		  AND NOT EXISTS (SELECT FROM pg_inherits h WHERE h.inhparent = c.oid)) s;
-	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot migrate tables of a partitioned or inheritance hierarchy'
-			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = format('%s.', list),
-				  HINT = 'flake_migrate changes single tables; migrate the key of a partitioned table by hand.';
-	END IF;
-
-	-- objects that would stop a column's type change
-	SELECT string_agg(DISTINCT x, ', ' ORDER BY x) INTO list FROM (
-		SELECT CASE
-			WHEN d.classid = 'pg_rewrite'::regclass AND w.rulename = '_RETURN'
-				THEN format('%s %s', CASE v.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
-							w.ev_class::regclass)
-			ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END AS x
-		FROM unnest(cols) u
-		JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = u.relid
-						AND d.refobjsubid = u.attnum
-		LEFT JOIN pg_rewrite w ON d.classid = 'pg_rewrite'::regclass AND w.oid = d.objid
-		LEFT JOIN pg_class v ON v.oid = w.ev_class
-		LEFT JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
-		LEFT JOIN pg_attrdef ad ON d.classid = 'pg_attrdef'::regclass AND ad.oid = d.objid
-		WHERE u.changes
-		  -- carried through a type change by ALTER TABLE, or handled here
-		  AND d.classid NOT IN ('pg_constraint'::regclass, 'pg_statistic_ext'::regclass)
-		  AND NOT (d.classid = 'pg_class'::regclass AND c.relkind IN ('i', 'I', 'S'))
-		  AND NOT (d.classid = 'pg_attrdef'::regclass AND ad.adrelid = u.relid
-				   AND ad.adnum = u.attnum)) s;
-	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot change the type of %.% and the columns referencing it', tbl, quote_ident(col)
-			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = format('These objects depend on the columns: %s.', list),
-				  HINT = 'Drop them in the same transaction before flake_migrate and create them again after it (pg_get_viewdef() and pg_get_triggerdef() show their definitions; grant their privileges again).';
-	END IF;
-
-	IF rekey THEN
-		SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-			SELECT format('trigger %I on %s', g.tgname, g.tgrelid::regclass) AS x
-			FROM pg_trigger g
-			WHERE g.tgrelid = ANY (touched) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-			  AND (g.tgtype & 16) <> 0 AND NOT disable_triggers
-			UNION ALL
-			SELECT format('rule %I on %s', w.rulename, w.ev_class::regclass)
-			FROM pg_rewrite w
-			WHERE w.ev_class = ANY (touched) AND w.ev_type = '2' AND w.ev_enabled <> 'D'
-			UNION ALL
-			SELECT format('row-level security forced on %s', c.oid::regclass)
-			FROM pg_class c
-			WHERE c.oid = ANY (touched) AND c.relrowsecurity AND c.relforcerowsecurity) s;
+		WHERE NOT @extschema@.flake_migrate_holds_ids(a.atttypid, a.atttypmod);
 		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'cannot rekey %: updates of its rows would be changed by other objects', tbl
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = format('Rekeying updates every row of the tables; in the way: %s.', list),
-					  HINT = 'Pass disable_triggers => true to have flake_migrate disable the triggers for its own updates; disable rules and row-level security in the same transaction (ALTER TABLE ... DISABLE RULE / NO FORCE ROW LEVEL SECURITY) and enable them again after flake_migrate.';
+			RAISE EXCEPTION 'columns referencing %.% are not integers', tbl, quote_ident(col)
+				USING ERRCODE = 'datatype_mismatch',
+					  DETAIL = format('Referencing columns: %s.', list);
 		END IF;
-	END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- numeric columns become bigint: their values must be whole and fit
+		FOR r IN
+			SELECT a.attrelid::regclass AS rel, a.attname
+			FROM unnest(cols) u
+			JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+			WHERE a.atttypid = 'numeric'::regtype
+		LOOP
+			EXECUTE format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
+						   r.rel, r.attname) INTO cnt;
+			IF cnt > 0 THEN
+				RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
+					USING ERRCODE = 'numeric_value_out_of_range',
+						  DETAIL = format('Rows with a fraction or a value beyond bigint: %s. The column becomes bigint.', cnt);
+			END IF;
+		END LOOP;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- ... and nothing else: a foreign key from one of the columns to a
+		-- column that keeps its values would stop the new ids
+		SELECT string_agg(format('%s (%s.%I) references %s.%I', c.conname, c.conrelid::regclass, a.attname,
+								 c.confrelid::regclass, fa.attname), ', ' ORDER BY c.conrelid, c.conname, k)
+		INTO list
+		FROM unnest(cols) u
+		JOIN pg_constraint c ON c.contype = 'f' AND c.conrelid = u.relid
+		CROSS JOIN LATERAL generate_subscripts(c.conkey, 1) k
+		JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[k]
+		JOIN pg_attribute fa ON fa.attrelid = c.confrelid AND fa.attnum = c.confkey[k]
+		WHERE c.conkey[k] = u.attnum
+		  AND (c.confrelid, c.confkey[k]) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x);
+		IF list IS NOT NULL THEN
+			RAISE EXCEPTION 'columns that would get ids of %.% also reference other keys', tbl, quote_ident(col)
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Foreign keys: %s; their values must exist there too.', list),
+					  HINT = 'Migrate the table they reference instead (the columns referencing its key follow), or drop those foreign keys first.';
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- the tables, each on its own
+		SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
+			SELECT format(CASE WHEN c.relispartition THEN '%s is a partition of %s' ELSE '%s inherits from %s' END,
+						  h.inhrelid::regclass, h.inhparent::regclass) AS x
+			FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+			WHERE h.inhrelid = ANY (touched) OR h.inhparent = ANY (touched)
+			UNION
+			SELECT format('%s is partitioned', c.oid::regclass)
+			FROM pg_class c
+			WHERE c.oid = ANY (touched) AND c.relkind = 'p'
+			  AND NOT EXISTS (SELECT FROM pg_inherits h WHERE h.inhparent = c.oid)) s;
+		IF list IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot migrate tables of a partitioned or inheritance hierarchy'
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('%s.', list),
+					  HINT = 'flake_migrate changes single tables; migrate the key of a partitioned table by hand.';
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- objects that would stop a column's type change
+		SELECT string_agg(DISTINCT x, ', ' ORDER BY x) INTO list FROM (
+			SELECT CASE
+				WHEN d.classid = 'pg_rewrite'::regclass AND w.rulename = '_RETURN'
+					THEN format('%s %s', CASE v.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
+								w.ev_class::regclass)
+				ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END AS x
+			FROM unnest(cols) u
+			JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = u.relid
+							AND d.refobjsubid = u.attnum
+			LEFT JOIN pg_rewrite w ON d.classid = 'pg_rewrite'::regclass AND w.oid = d.objid
+			LEFT JOIN pg_class v ON v.oid = w.ev_class
+			LEFT JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+			LEFT JOIN pg_attrdef ad ON d.classid = 'pg_attrdef'::regclass AND ad.oid = d.objid
+			WHERE u.changes
+			  -- carried through a type change by ALTER TABLE, or handled here
+			  AND d.classid NOT IN ('pg_constraint'::regclass, 'pg_statistic_ext'::regclass)
+			  AND NOT (d.classid = 'pg_class'::regclass AND c.relkind IN ('i', 'I', 'S'))
+			  AND NOT (d.classid = 'pg_attrdef'::regclass AND ad.adrelid = u.relid
+					   AND ad.adnum = u.attnum)) s;
+		IF list IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot change the type of %.% and the columns referencing it', tbl, quote_ident(col)
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('These objects depend on the columns: %s.', list),
+					  HINT = 'Drop them in the same transaction before flake_migrate and create them again after it (pg_get_viewdef() and pg_get_triggerdef() show their definitions; grant their privileges again).';
+		END IF;
+
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- what would act on the rekeying updates
+		IF rekey THEN
+			SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
+				SELECT format('trigger %I on %s', g.tgname, g.tgrelid::regclass) AS x
+				FROM pg_trigger g
+				WHERE g.tgrelid = ANY (touched) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
+				  AND (g.tgtype & 16) <> 0 AND NOT disable_triggers
+				UNION ALL
+				SELECT format('rule %I on %s', w.rulename, w.ev_class::regclass)
+				FROM pg_rewrite w
+				WHERE w.ev_class = ANY (touched) AND w.ev_type = '2' AND w.ev_enabled <> 'D'
+				UNION ALL
+				SELECT format('row-level security forced on %s', c.oid::regclass)
+				FROM pg_class c
+				WHERE c.oid = ANY (touched) AND c.relrowsecurity AND c.relforcerowsecurity) s;
+			IF list IS NOT NULL THEN
+				RAISE EXCEPTION 'cannot rekey %: updates of its rows would be changed by other objects', tbl
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						  DETAIL = format('Rekeying updates every row of the tables; in the way: %s.', list),
+						  HINT = 'Pass disable_triggers => true to have flake_migrate disable the triggers for its own updates; disable rules and row-level security in the same transaction (ALTER TABLE ... DISABLE RULE / NO FORCE ROW LEVEL SECURITY) and enable them again after flake_migrate.';
+			END IF;
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	RETURN found;
 END
 $$;
 
@@ -712,10 +787,10 @@ BEGIN
 	slots := format($q$SELECT k, rn + max(ms * %1$s - rn) OVER (ORDER BY rn) AS slot
       FROM (SELECT CAST(%2$I AS bigint) AS k, row_number() OVER (ORDER BY CAST(%3$I AS timestamptz), %2$I) - 1 AS rn,
                    CAST(@extschema@.%4$s(CAST(%3$I AS timestamptz)) AS bigint) >> %5$s AS ms
-            FROM %6$s WHERE %7$s) r$q$,
+            FROM %6$s%7$s) r$q$,
 					per_ms, col, rekey_from,
 					CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
-					ms_shift, tbl, datable);
+					ms_shift, tbl, CASE WHEN undatable IS NOT NULL THEN ' WHERE ' || datable ELSE '' END);
 
 	EXECUTE format('SELECT count(*) FILTER (WHERE %1$I IS NULL),
 						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < $1),
@@ -937,6 +1012,10 @@ DECLARE
 	fk_drops	@extschema@.flake_migrate_step[] := '{}';	-- foreign keys into the columns
 	fk_adds		@extschema@.flake_migrate_step[] := '{}';
 	plan		@extschema@.flake_migrate_step[] := '{}';
+	blocked		@extschema@.flake_migrate_step[] := '{}';	-- what a dry run found in the way
+	msg			text;
+	state		text;
+	det			text;
 	notes		@extschema@.flake_migrate_step[];
 	s			@extschema@.flake_migrate_step;
 	t			oid;
@@ -968,14 +1047,32 @@ BEGIN
 	plan := plan || @extschema@.flake_migrate_lock(tbl, NULL, dry_run);
 	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
 	IF rekey THEN
-		map_rel := @extschema@.flake_migrate_map_name(tbl, col, generator, rekey_from);
+		BEGIN
+			map_rel := @extschema@.flake_migrate_map_name(tbl, col, generator, rekey_from);
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT dry_run THEN
+				RAISE;
+			END IF;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		END;
 	END IF;
-	extra := @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also);
+	BEGIN
+		extra := @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also);
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT dry_run THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		extra := '{}';
+	END;
 	SELECT * INTO closure
 	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum, extra, to_ulid, rekey, dry_run);
 	plan := plan || closure.locks;
-	PERFORM @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, rekey,
-											   disable_triggers);
+	blocked := blocked
+		|| @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, rekey,
+											  disable_triggers, dry_run);
 
 	-- references by convention that also does not name: notes, and a
 	-- refusal when they would be left behind without also saying so
@@ -986,20 +1083,46 @@ BEGIN
 	FROM @extschema@.flake_migrate_candidates(tbl, col, closure.cols) c
 	JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
 	WHERE rekey OR to_ulid OR a.atttypid <> 'int8'::regtype;
-	IF list IS NOT NULL AND also IS NULL THEN
-		RAISE EXCEPTION 'columns of other tables may hold ids of %.%', tbl, quote_ident(col)
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = format('Possible references without a foreign key: %s.', list),
-				  HINT = 'Name the columns that hold its ids in also => ''{table.column, ...}'' so that they change with it, or pass also => ''{}'' to leave them as they are.';
+	IF list IS NULL OR also IS NOT NULL THEN
+		plan := plan || notes;
+	ELSE
+		BEGIN
+			RAISE EXCEPTION 'columns of other tables may hold ids of %.%', tbl, quote_ident(col)
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Possible references without a foreign key: %s.', list),
+					  HINT = 'Name the columns that hold its ids in also => ''{table.column, ...}'' so that they change with it, or pass also => ''{}'' to leave them as they are.';
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT dry_run THEN
+				RAISE;
+			END IF;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		END;
 	END IF;
-	plan := plan || notes;
 
 	EXECUTE format('SELECT CAST(@extschema@.%I() AS bigint)', generator) INTO first_id;
-	plan := plan || @extschema@.flake_migrate_probe(tbl, col, closure.cols, generator, first_id, rekey);
+	BEGIN
+		plan := plan || @extschema@.flake_migrate_probe(tbl, col, closure.cols, generator, first_id, rekey);
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT dry_run THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
 
 	IF rekey THEN
-		SELECT * INTO mapping
-		FROM @extschema@.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
+		BEGIN
+			SELECT * INTO mapping
+			FROM @extschema@.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT dry_run THEN
+				RAISE;
+			END IF;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+			SELECT NULL::text AS query, NULL::text AS note INTO mapping;
+		END;
 		IF mapping.note IS NOT NULL THEN
 			plan := plan || ROW('note', mapping.note, false, false)::@extschema@.flake_migrate_step;
 		END IF;
@@ -1014,13 +1137,21 @@ BEGIN
 			|| ROW('fill map',
 				   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
 						  CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END,
-						  mapping.query),
+						  coalesce(mapping.query, '...')),
 				   true, true)::@extschema@.flake_migrate_step;
 	END IF;
 
 	IF rekey OR true = ANY (SELECT c.changes FROM unnest(closure.cols) c) THEN
-		SELECT f.drops, f.adds INTO fk_drops, fk_adds
-		FROM @extschema@.flake_migrate_foreign_keys(tbl, col, closure.cols) f;
+		BEGIN
+			SELECT f.drops, f.adds INTO fk_drops, fk_adds
+			FROM @extschema@.flake_migrate_foreign_keys(tbl, col, closure.cols) f;
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT dry_run THEN
+				RAISE;
+			END IF;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		END;
 		plan := plan || fk_drops;
 	END IF;
 
@@ -1076,8 +1207,9 @@ BEGIN
 			   true, false)::@extschema@.flake_migrate_step;
 
 	--
-	-- Run the plan (or only show it)
+	-- Run the plan (or only show it, after what is in its way)
 	--
+	plan := blocked || plan;
 	FOR i IN 1 .. cardinality(plan) LOOP
 		s := plan[i];
 		step := i;

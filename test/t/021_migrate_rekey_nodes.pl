@@ -21,12 +21,16 @@ $node->safe_psql('postgres', q{
 	INSERT INTO payments (at) SELECT at FROM rentals;
 });
 
-# no nodes reserved: refused, in a dry run too
+# no nodes reserved: refused, and shown as blocked in a dry run
 my ($ret, $stdout, $stderr) = $node->psql('postgres', q{
 	\set VERBOSITY verbose
-	SELECT * FROM flake_migrate('rentals', rekey_from => 'at', dry_run => true)});
+	SELECT * FROM flake_migrate('rentals', rekey_from => 'at')});
 like($stderr, qr/ERROR:  55000: flake.rekey_nodes is empty/, 'without flake.rekey_nodes, rekeying is refused');
 like($stderr, qr/HINT:  Leave some nodes out of flake.nodes/, 'the hint shows what to set');
+is( $node->safe_psql('postgres', q{
+		SELECT detail FROM flake_migrate('rentals', rekey_from => 'at', dry_run => true) WHERE action = 'blocked'}),
+	'flake.rekey_nodes is empty (SQLSTATE 55000). Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys.',
+	'a dry run lists it as blocked');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM flake_migrate('rentals', dry_run => true)}),
 	'5', 'migrating without rekeying needs no reserved node');
 
@@ -76,7 +80,7 @@ $node->safe_psql('postgres', q{
 	ALTER TABLE visits OWNER TO owner;
 });
 ($ret, $stdout, $stderr) = $node->psql('postgres', q{
-	SELECT * FROM flake_migrate('visits', rekey_from => 'at', dry_run => true)},
+	SELECT * FROM flake_migrate('visits', rekey_from => 'at')},
 	extra_params => [ '-U', 'owner' ]);
 like($stderr, qr/ERROR:  permission denied for function flake_rekey_claim\n.*HINT:  Rekey as a superuser, or GRANT EXECUTE/s,
 	'without EXECUTE on flake_rekey_claim, a rekey is refused beforehand');
