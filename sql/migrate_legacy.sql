@@ -219,3 +219,46 @@ DROP TABLE before;
 SET client_min_messages = warning;
 DROP SCHEMA blog CASCADE;
 RESET client_min_messages;
+
+------------------------------------------------------------------------
+-- a set of tables in one call: referenced tables first, each reference
+-- handled once by the migration of the key it references
+------------------------------------------------------------------------
+CREATE SCHEMA shop2;
+CREATE TABLE shop2.orders (id serial PRIMARY KEY, customer_id integer, at timestamptz NOT NULL);
+CREATE TABLE shop2.customers (id serial PRIMARY KEY, at timestamptz NOT NULL);
+CREATE TABLE shop2.lines (id serial PRIMARY KEY, order_id integer REFERENCES shop2.orders, at timestamptz NOT NULL);
+CREATE TABLE shop2.notes (id serial PRIMARY KEY, about integer, at timestamptz NOT NULL);
+INSERT INTO shop2.customers (at) VALUES ('2020-01-01'), ('2020-02-01');
+INSERT INTO shop2.orders (customer_id, at) VALUES (1, '2021-01-01'), (2, '2021-01-02'), (2, '2021-01-03');
+INSERT INTO shop2.lines (order_id, at) SELECT id, at FROM shop2.orders;
+INSERT INTO shop2.notes (about, at) VALUES (1, '2021-05-05');
+CREATE TABLE before2 AS
+SELECT c.id AS c, o.id AS o, l.id AS l, n.id AS n, c.at AS cat, o.at AS oat, l.at AS lat
+FROM shop2.customers c JOIN shop2.orders o ON o.customer_id = c.id
+JOIN shop2.lines l ON l.order_id = o.id LEFT JOIN shop2.notes n ON n.about = o.id;
+-- orders.customer_id is found as a candidate of customers; notes.about
+-- needs its key named
+SELECT * FROM flake_migrate_tables('{shop2.lines, shop2.orders, shop2.customers, shop2.notes}',
+								   rekey_from => 'at', also => '{orders.customer_id, notes.about}', dry_run => true);
+SELECT tbl, step, action, CASE WHEN action = 'fill map' THEN left(detail, 40) || ' ...' ELSE detail END AS detail
+FROM flake_migrate_tables('{shop2.lines, shop2.orders, shop2.customers, shop2.notes}',
+						  rekey_from => 'at', also => '{orders.customer_id, notes.about:shop2.orders}')
+WHERE action NOT IN ('comment', 'create map');
+SELECT count(*) AS rows_as_before FROM (
+	SELECT mc.old_id AS c, mo.old_id AS o, ml.old_id AS l, mn.old_id AS n, c.at AS cat, o.at AS oat, l.at AS lat
+	FROM shop2.customers c JOIN shop2.orders o ON o.customer_id = c.id
+	JOIN shop2.lines l ON l.order_id = o.id LEFT JOIN shop2.notes n ON n.about = o.id
+	JOIN shop2.customers_flake_map mc ON mc.new_id = c.id JOIN shop2.orders_flake_map mo ON mo.new_id = o.id
+	JOIN shop2.lines_flake_map ml ON ml.new_id = l.id LEFT JOIN shop2.notes_flake_map mn ON mn.new_id = n.id
+	INTERSECT SELECT * FROM before2) s;
+-- ids in common between the tables' rekeys: none
+SELECT count(*) FROM (SELECT id FROM shop2.customers UNION ALL SELECT id FROM shop2.orders
+					  UNION ALL SELECT id FROM shop2.lines UNION ALL SELECT id FROM shop2.notes) s
+GROUP BY id HAVING count(*) > 1;
+SELECT * FROM flake_migrate_tables('{}');
+SELECT * FROM flake_migrate_tables('{shop2.lines}', also => '{nothing.here}');
+DROP TABLE before2;
+SET client_min_messages = warning;
+DROP SCHEMA shop2 CASCADE;
+RESET client_min_messages;

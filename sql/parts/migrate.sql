@@ -1243,3 +1243,99 @@ $migrate$;
 
 COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text, boolean) IS
 	'switch a serial or identity key (and the columns referencing it) to flake ids, optionally rekeying existing rows from a time column';
+
+------------------------------------------------------------------------
+-- flake_migrate_tables(): a set of tables in one call
+------------------------------------------------------------------------
+
+--
+-- Migrate the keys of several tables, in the caller's transaction: tables
+-- whose keys others reference first, so that a referencing column is
+-- changed by the migration of the key it references, once.  Each entry of
+-- also is 'table.column:key_table', or 'table.column' when the column is
+-- a candidate reference (see flake_migrate_candidates) of exactly one of
+-- the tables.
+--
+CREATE FUNCTION flake_migrate_tables(tbls regclass[], col name DEFAULT 'id',
+									 generator text DEFAULT 'flake_next',
+									 rekey_from name DEFAULT NULL,
+									 dry_run boolean DEFAULT false,
+									 also text[] DEFAULT NULL,
+									 undatable text DEFAULT NULL,
+									 disable_triggers boolean DEFAULT false)
+	RETURNS TABLE(tbl regclass, step integer, action text, detail text)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ordered		regclass[];
+	assigned	text[];			-- by table, in the order of ordered: its also
+	item		text;
+	owners		regclass[];
+	i			integer;
+BEGIN
+	IF tbls IS NULL OR cardinality(tbls) = 0 THEN
+		RAISE EXCEPTION 'tbls must name at least one table'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	-- referenced tables first: a table's depth is one more than the
+	-- deepest table of the set it references through a foreign key
+	WITH RECURSIVE t(relid) AS (
+		SELECT DISTINCT x::oid FROM unnest(tbls) x
+	), refs(relid, depth) AS (
+		SELECT t.relid, 0 FROM t
+		UNION ALL
+		SELECT c.conrelid, r.depth + 1
+		FROM refs r
+		JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = r.relid AND c.conrelid <> r.relid
+		WHERE c.conrelid IN (SELECT relid FROM t) AND r.depth < (SELECT count(*) FROM t)
+	)
+	SELECT array_agg(d.relid::regclass ORDER BY d.depth, d.relid::regclass::text) INTO ordered
+	FROM (SELECT refs.relid, max(refs.depth) AS depth FROM refs GROUP BY refs.relid) d;
+
+	-- each also entry goes to one table's migration
+	assigned := array_fill(NULL::text, ARRAY[cardinality(ordered)]);
+	FOREACH item IN ARRAY coalesce(also, '{}') LOOP
+		IF strpos(item, ':') > 0 THEN
+			-- table.column:key_table, the key's table as in tbls or by name
+			SELECT coalesce(array_agg(o.t), '{}') INTO owners
+			FROM unnest(ordered) o(t) JOIN pg_class c ON c.oid = o.t
+			WHERE substring(item FROM ':([^:]*)$') IN (o.t::text, c.relname::text);
+			item := substring(item FROM '^(.*):[^:]*$');
+		ELSE
+			SELECT coalesce(array_agg(o.t), '{}') INTO owners
+			FROM unnest(ordered) o(t)
+			CROSS JOIN LATERAL unnest(@extschema@.flake_migrate_also(o.t, col, 0::int2, ARRAY[item])) x
+			WHERE EXISTS (SELECT FROM @extschema@.flake_migrate_candidates(o.t, col, '{}') c
+						  WHERE c.relid = x.relid AND c.attnum = x.attnum);
+		END IF;
+		IF cardinality(owners) <> 1 THEN
+			RAISE EXCEPTION 'cannot tell which key "%" in also references', item
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = CASE WHEN cardinality(owners) = 0
+							   THEN 'It names none of the tables and is no candidate reference of any of them.'
+							   ELSE format('It could reference the keys of %s.', array_to_string(owners, ', ')) END,
+					  HINT = 'Write it as table.column:key_table, naming one of the tables being migrated.';
+		END IF;
+		i := array_position(ordered, owners[1]);
+		assigned[i] := concat_ws(E'\n', assigned[i], item);
+	END LOOP;
+
+	FOR i IN 1 .. cardinality(ordered) LOOP
+		tbl := ordered[i];
+		FOR step, action, detail IN
+			SELECT m.step, m.action, m.detail
+			FROM @extschema@.flake_migrate(ordered[i], col, generator, rekey_from, dry_run,
+										   CASE WHEN also IS NOT NULL
+										   THEN coalesce(string_to_array(assigned[i], E'\n'), '{}') END,
+										   undatable, disable_triggers) m
+		LOOP
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION flake_migrate_tables(regclass[], name, text, name, boolean, text[], text, boolean) IS
+	'flake_migrate() for a set of tables in one transaction, referenced tables first';
