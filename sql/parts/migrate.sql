@@ -27,7 +27,7 @@ COMMENT ON TYPE flake_migrate_step IS 'a step of a flake_migrate() plan';
 CREATE TYPE flake_migrate_column AS (
 	relid oid,
 	attnum int2,
-	changes boolean			-- its type changes
+	changes boolean			-- its type changes, or its table is rewritten with new ids
 );
 COMMENT ON TYPE flake_migrate_column IS 'a column whose values flake_migrate() changes';
 
@@ -398,7 +398,7 @@ BEGIN
 			WHERE c.confkey[k] = refs.attnum
 		)
 		SELECT array_agg(ROW(refs.relid, refs.attnum,
-							 a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'numeric'::regtype) OR to_ulid)::@extschema@.flake_migrate_column
+							 a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'numeric'::regtype) OR to_ulid OR rekey)::@extschema@.flake_migrate_column
 						 ORDER BY refs.relid <> tbl, refs.attnum <> key_attnum, refs.relid, refs.attnum)
 		INTO cols
 		FROM refs JOIN pg_attribute a ON a.attrelid = refs.relid AND a.attnum = refs.attnum;
@@ -432,12 +432,12 @@ $$;
 
 --
 -- Objects that would stop the migration: columns that cannot hold the new
--- ids, foreign keys to other keys, table hierarchies, objects that depend on
--- a column whose type changes, and what would act on rekeying updates.
+-- ids, foreign keys to other keys, table hierarchies, and objects that
+-- depend on a column whose type changes.  Each is an error, or with
+-- collect (a dry run) a blocked step in the result.
 --
 CREATE FUNCTION flake_migrate_blockers(tbl regclass, col name, cols flake_migrate_column[],
-									   touched oid[], rekey boolean, disable_triggers boolean,
-									   collect boolean)
+									   touched oid[], collect boolean)
 	RETURNS flake_migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -573,36 +573,6 @@ BEGIN
 					  HINT = 'Drop them in the same transaction before flake_migrate and create them again after it (pg_get_viewdef() and pg_get_triggerdef() show their definitions; grant their privileges again).';
 		END IF;
 
-	EXCEPTION WHEN OTHERS THEN
-		IF NOT collect THEN
-			RAISE;
-		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
-	END;
-	BEGIN
-		-- what would act on the rekeying updates
-		IF rekey THEN
-			SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-				SELECT format('trigger %I on %s', g.tgname, g.tgrelid::regclass) AS x
-				FROM pg_trigger g
-				WHERE g.tgrelid = ANY (touched) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-				  AND (g.tgtype & 16) <> 0 AND NOT disable_triggers
-				UNION ALL
-				SELECT format('rule %I on %s', w.rulename, w.ev_class::regclass)
-				FROM pg_rewrite w
-				WHERE w.ev_class = ANY (touched) AND w.ev_type = '2' AND w.ev_enabled <> 'D'
-				UNION ALL
-				SELECT format('row-level security forced on %s', c.oid::regclass)
-				FROM pg_class c
-				WHERE c.oid = ANY (touched) AND c.relrowsecurity AND c.relforcerowsecurity) s;
-			IF list IS NOT NULL THEN
-				RAISE EXCEPTION 'cannot rekey %: updates of its rows would be changed by other objects', tbl
-					USING ERRCODE = 'object_not_in_prerequisite_state',
-						  DETAIL = format('Rekeying updates every row of the tables; in the way: %s.', list),
-						  HINT = 'Pass disable_triggers => true to have flake_migrate disable the triggers for its own updates; disable rules and row-level security in the same transaction (ALTER TABLE ... DISABLE RULE / NO FORCE ROW LEVEL SECURITY) and enable them again after flake_migrate.';
-			END IF;
-		END IF;
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT collect THEN
 			RAISE;
@@ -976,6 +946,12 @@ CREATE FUNCTION flake_rekey_claim(first_ms bigint, last_ms bigint) RETURNS integ
 REVOKE EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION flake_rekey_claim(bigint, bigint) IS 'claim a node of flake.rekey_nodes for the milliseconds of a flake_migrate() rekey';
 
+-- the new id of an old one in a rekey's mapping table (src/remap.c), for
+-- ALTER TABLE ... TYPE ... USING: the table is read once per statement
+CREATE FUNCTION flake_migrate_lookup(map regclass, old_id bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION flake_migrate_lookup(regclass, bigint) IS 'the new id of old_id in a flake_migrate() mapping table, or old_id when it lists none';
+
 -- The helpers are internal to flake_migrate() but stay executable by
 -- PUBLIC: a SECURITY INVOKER function calls them with its caller's rights,
 -- so revoking them would leave flake_migrate() to superusers, while table
@@ -991,8 +967,7 @@ CREATE FUNCTION flake_migrate(tbl regclass, col name DEFAULT 'id',
 							  rekey_from name DEFAULT NULL,
 							  dry_run boolean DEFAULT false,
 							  also text[] DEFAULT NULL,
-							  undatable text DEFAULT NULL,
-							  disable_triggers boolean DEFAULT false)
+							  undatable text DEFAULT NULL)
 	RETURNS TABLE(step integer, action text, detail text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -1006,8 +981,6 @@ DECLARE
 	extra		@extschema@.flake_migrate_column[];	-- the columns named in also
 	closure		record;			-- flake_migrate_closure(): the columns and tables
 	mapping		record;			-- flake_migrate_rekey_query(): old and new ids
-	triggers_off @extschema@.flake_migrate_step[];	-- disable_triggers
-	triggers_on	@extschema@.flake_migrate_step[] := '{}';
 	first_id	bigint;			-- the generator's next id, drawn now
 	fk_drops	@extschema@.flake_migrate_step[] := '{}';	-- foreign keys into the columns
 	fk_adds		@extschema@.flake_migrate_step[] := '{}';
@@ -1021,7 +994,6 @@ DECLARE
 	t			oid;
 	list		text;
 	cnt			bigint;
-	map_rows	bigint;
 	i			integer;
 BEGIN
 	IF tbl IS NULL OR col IS NULL OR generator IS NULL OR dry_run IS NULL THEN
@@ -1071,8 +1043,7 @@ BEGIN
 	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum, extra, to_ulid, rekey, dry_run);
 	plan := plan || closure.locks;
 	blocked := blocked
-		|| @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, rekey,
-											  disable_triggers, dry_run);
+		|| @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, dry_run);
 
 	-- references by convention that also does not name: notes, and a
 	-- refusal when they would be left behind without also saying so
@@ -1158,10 +1129,18 @@ BEGIN
 	plan := plan || @extschema@.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
 													 key.default_oid, key.default_seqs);
 
-	-- widen the key and the columns referencing it, one statement a table
+	-- widen the key and the columns referencing it, one statement a table;
+	-- a rekey gives them their new ids in the same statement, through the
+	-- mapping table, so each table is rewritten once (and no trigger, rule
+	-- or policy acts on it)
 	FOREACH t IN ARRAY closure.touched LOOP
 		SELECT string_agg(format('ALTER COLUMN %I TYPE %s%s', a.attname, target,
-								 CASE WHEN to_ulid
+								 CASE WHEN rekey
+								 THEN format(' USING %s', format(CASE WHEN to_ulid THEN 'CAST(%s AS %s)' ELSE '%s' END,
+																 format('@extschema@.flake_migrate_lookup(%L, CAST(%I AS bigint))',
+																		coalesce(map_rel, '...'), a.attname),
+																 target))
+								 WHEN to_ulid
 								 THEN format(' USING CAST(CAST(%I AS bigint) AS %s)', a.attname, target)
 								 ELSE '' END), ', ' ORDER BY a.attnum)
 		INTO list
@@ -1169,40 +1148,12 @@ BEGIN
 		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 		WHERE u.relid = t AND u.changes;
 		CONTINUE WHEN list IS NULL;
-		plan := plan || ROW('alter type', format('ALTER TABLE %s %s', t::regclass, list),
+		plan := plan || ROW(CASE WHEN rekey THEN 'rekey' ELSE 'alter type' END,
+							format('ALTER TABLE %s %s', t::regclass, list),
 							true, false)::@extschema@.flake_migrate_step;
 	END LOOP;
 
-	-- rewrite the ids: the key, then every column referencing it, with the
-	-- tables' user triggers disabled for these updates if asked to (and
-	-- enabled again as they were)
-	IF rekey AND disable_triggers THEN
-		SELECT coalesce(array_agg(ROW('disable trigger', format('ALTER TABLE %s DISABLE TRIGGER %I', g.tgrelid::regclass, g.tgname),
-									  true, false)::@extschema@.flake_migrate_step ORDER BY g.tgrelid, g.tgname), '{}'),
-			   coalesce(array_agg(ROW('enable trigger', format('ALTER TABLE %s ENABLE %sTRIGGER %I', g.tgrelid::regclass,
-															   CASE g.tgenabled WHEN 'A' THEN 'ALWAYS ' WHEN 'R' THEN 'REPLICA ' ELSE '' END,
-															   g.tgname),
-									  true, false)::@extschema@.flake_migrate_step ORDER BY g.tgrelid, g.tgname), '{}')
-		INTO triggers_off, triggers_on
-		FROM pg_trigger g
-		WHERE g.tgrelid = ANY (closure.touched) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-		  AND (g.tgtype & 16) <> 0;
-		plan := plan || triggers_off;
-	END IF;
-	IF rekey THEN
-		SELECT plan || array_agg(ROW('rekey',
-				   format('UPDATE %s AS t SET %I = m.new_id FROM %s AS m WHERE t.%I %s',
-						  u.relid::regclass, a.attname, map_rel, a.attname,
-						  CASE WHEN to_ulid
-						  THEN 'OPERATOR(@extschema@.=) CAST(m.old_id AS @extschema@.ulidflake)'
-						  ELSE '= m.old_id' END),
-				   true, true)::@extschema@.flake_migrate_step ORDER BY u.ord)
-		INTO plan
-		FROM unnest(closure.cols) WITH ORDINALITY u(relid, attnum, changes, ord)
-		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum;
-	END IF;
-
-	plan := plan || triggers_on || fk_adds
+	plan := plan || fk_adds
 		|| ROW('set default', format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator),
 			   true, false)::@extschema@.flake_migrate_step;
 
@@ -1218,21 +1169,13 @@ BEGIN
 		IF s.run AND NOT dry_run THEN
 			-- ALTER TABLE parses CHECK constraints and index expressions
 			-- again for the new type: with ulidflake, they need its operators
-			IF action = 'alter type' AND to_ulid THEN
+			IF action IN ('alter type', 'rekey') AND to_ulid THEN
 				PERFORM set_config('search_path', 'pg_catalog, @extschema@, pg_temp', true);
 			END IF;
 			EXECUTE detail;
 			GET DIAGNOSTICS cnt = ROW_COUNT;
 			PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
 			IF s.counted THEN
-				IF action = 'fill map' THEN
-					map_rows := cnt;
-				ELSIF action = 'rekey' AND (plan[i - 1]).action <> 'rekey' AND cnt <> map_rows THEN
-					-- the first rekey step updates the key itself: every row
-					RAISE EXCEPTION 'rekeyed % of % rows of %', cnt, map_rows, tbl
-						USING ERRCODE = 'object_not_in_prerequisite_state',
-							  DETAIL = 'Something kept the update from reaching every row.';
-				END IF;
 				detail := format('%s /* %s rows */', detail, cnt);
 			END IF;
 		END IF;
@@ -1241,7 +1184,7 @@ BEGIN
 END
 $migrate$;
 
-COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text, boolean) IS
+COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text) IS
 	'switch a serial or identity key (and the columns referencing it) to flake ids, optionally rekeying existing rows from a time column';
 
 ------------------------------------------------------------------------
@@ -1261,8 +1204,7 @@ CREATE FUNCTION flake_migrate_tables(tbls regclass[], col name DEFAULT 'id',
 									 rekey_from name DEFAULT NULL,
 									 dry_run boolean DEFAULT false,
 									 also text[] DEFAULT NULL,
-									 undatable text DEFAULT NULL,
-									 disable_triggers boolean DEFAULT false)
+									 undatable text DEFAULT NULL)
 	RETURNS TABLE(tbl regclass, step integer, action text, detail text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -1329,7 +1271,7 @@ BEGIN
 			FROM @extschema@.flake_migrate(ordered[i], col, generator, rekey_from, dry_run,
 										   CASE WHEN also IS NOT NULL
 										   THEN coalesce(string_to_array(assigned[i], E'\n'), '{}') END,
-										   undatable, disable_triggers) m
+										   undatable) m
 		LOOP
 			RETURN NEXT;
 		END LOOP;
@@ -1337,5 +1279,5 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION flake_migrate_tables(regclass[], name, text, name, boolean, text[], text, boolean) IS
+COMMENT ON FUNCTION flake_migrate_tables(regclass[], name, text, name, boolean, text[], text) IS
 	'flake_migrate() for a set of tables in one transaction, referenced tables first';

@@ -42,7 +42,7 @@ my $plan = $node->safe_psql('postgres', q{
 	FROM flake_migrate('orders', rekey_from => 'created_at')});
 is($plan,
 	'lock,lock,lock,create map,comment,fill map,drop constraint,drop constraint,drop default,drop sequence,'
-	  . 'alter type,alter type,alter type,rekey,rekey,rekey,add constraint,add constraint,set default',
+	  . 'rekey,rekey,rekey,add constraint,add constraint,set default',
 	'100k rows rekeyed in one call');
 
 is( $node->safe_psql('postgres', q{
@@ -139,9 +139,10 @@ my ($ret, $stdout, $stderr) = $node->psql('postgres', q{
 	\set VERBOSITY verbose
 	SELECT * FROM flake_migrate('accounts', rekey_from => 'opened')});
 isnt($ret, 0, 'the migration fails');
-like($stderr, qr/ERROR:  23514: new row for relation "logins" violates check constraint "logins_account_check"/,
+like($stderr, qr/ERROR:  23514: check constraint "logins_account_check" of relation "logins" is violated by some row/,
 	'at the check constraint of the child');
-like($stderr, qr/UPDATE public\.logins AS t SET account = m\.new_id/, 'while rekeying the child, half way');
+like($stderr, qr/ALTER TABLE public\.logins ALTER COLUMN account TYPE bigint USING public\.flake_migrate_lookup/,
+	'while rekeying the child, half way');
 
 is(dump_tables('--schema-only'), $schema_before, 'the schema is as it was');
 is(dump_tables('--data-only'), $data_before, 'the data is as it was');
