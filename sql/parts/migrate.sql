@@ -754,22 +754,35 @@ BEGIN
 					  CASE WHEN to_ulid
 					  THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
 					  ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms');
-	slots := format($q$SELECT k, rn + max(ms * %1$s - rn) OVER (ORDER BY rn) AS slot
-      FROM (SELECT CAST(%2$I AS bigint) AS k, row_number() OVER (ORDER BY CAST(%3$I AS timestamptz), %2$I) - 1 AS rn,
+	-- both windows in (time, old id) order, so that rows are sorted once
+	slots := format($q$SELECT k, rn + max(ms * %1$s - rn) OVER (ORDER BY t, k ROWS UNBOUNDED PRECEDING) AS slot
+      FROM (SELECT CAST(%2$I AS bigint) AS k, CAST(%3$I AS timestamptz) AS t,
+                   row_number() OVER (ORDER BY CAST(%3$I AS timestamptz), CAST(%2$I AS bigint)) - 1 AS rn,
                    CAST(@extschema@.%4$s(CAST(%3$I AS timestamptz)) AS bigint) >> %5$s AS ms
             FROM %6$s%7$s) r$q$,
 					per_ms, col, rekey_from,
 					CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
 					ms_shift, tbl, CASE WHEN undatable IS NOT NULL THEN ' WHERE ' || datable ELSE '' END);
 
+	-- one scan: the rows without a usable time, the milliseconds of the
+	-- others, and the largest old key
 	EXECUTE format('SELECT count(*) FILTER (WHERE %1$I IS NULL),
 						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < $1),
-						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) >= $2)
-					FROM %2$s', rekey_from, tbl)
+						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) >= $2),
+						   min(CASE WHEN %2$s THEN %3$s END), max(CASE WHEN %2$s THEN %3$s END),
+						   count(*) FILTER (WHERE %2$s), max(CAST(%4$I AS bigint))
+					FROM %5$s',
+				   rekey_from, datable,
+				   format('CAST(@extschema@.%s(CAST(%I AS timestamptz)) AS bigint) >> %s',
+						  CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
+						  rekey_from, ms_shift),
+				   col, tbl)
 		USING epoch, CASE WHEN to_ulid
 					 THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
 					 ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms'
-		INTO n_null, n_before, n_after;
+		INTO n_null, n_before, n_after, first_ms, last_ms, cnt, max_old;
+	-- a millisecond with more rows than ids spills into the next ones
+	last_ms := last_ms + (cnt - 1) / per_ms;
 	IF n_null + n_before + n_after > 0 AND undatable IS NOT NULL THEN
 		note := format('%s of %s %s no time that %s can carry (in column %I: %s NULL, %s before the epoch, %s after the current time): %s',
 					   CASE n_null + n_before + n_after WHEN 1 THEN '1 row' ELSE (n_null + n_before + n_after) || ' rows' END,
@@ -794,8 +807,6 @@ BEGIN
 	END IF;
 
 	-- the new ids sort below the generator's next one
-	EXECUTE format('SELECT min(slot) / $1, max(slot) / $1 FROM (%s) s', slots)
-		USING per_ms INTO first_ms, last_ms;
 	IF last_ms >= first_id >> ms_shift THEN
 		RAISE EXCEPTION 'too many rows of % in the last milliseconds', tbl
 			USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -804,7 +815,6 @@ BEGIN
 	END IF;
 
 	-- ... and must not meet the old ids of other rows
-	EXECUTE format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl) INTO max_old;
 	IF first_ms << ms_shift <= max_old THEN
 		EXECUTE format('SELECT count(DISTINCT s.k) FROM (%s) s JOIN %s o ON CAST(o.%I AS bigint) BETWEEN (s.slot / $1) << $2 AND ((s.slot / $1 + 1) << $2) - 1',
 					   slots, tbl, col)
@@ -1099,7 +1109,7 @@ BEGIN
 		END IF;
 		plan := plan
 			|| ROW('create map',
-				   format('CREATE TABLE %s (old_id bigint PRIMARY KEY, new_id %s NOT NULL UNIQUE)', map_rel, target),
+				   format('CREATE TABLE %s (old_id bigint NOT NULL, new_id %s NOT NULL)', coalesce(map_rel, '...'), target),
 				   true, false)::@extschema@.flake_migrate_step
 			|| ROW('comment',
 				   format('COMMENT ON TABLE %s IS %L', map_rel,
@@ -1109,7 +1119,11 @@ BEGIN
 				   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
 						  CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END,
 						  coalesce(mapping.query, '...')),
-				   true, true)::@extschema@.flake_migrate_step;
+				   true, true)::@extschema@.flake_migrate_step
+			-- built after the rows are in: one sort each
+			|| ROW('index map',
+				   format('ALTER TABLE %s ADD PRIMARY KEY (old_id), ADD UNIQUE (new_id)', coalesce(map_rel, '...')),
+				   true, false)::@extschema@.flake_migrate_step;
 	END IF;
 
 	IF rekey OR true = ANY (SELECT c.changes FROM unnest(closure.cols) c) THEN

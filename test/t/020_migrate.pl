@@ -41,7 +41,7 @@ my $plan = $node->safe_psql('postgres', q{
 	SELECT string_agg(action, ',' ORDER BY step)
 	FROM flake_migrate('orders', rekey_from => 'created_at')});
 is($plan,
-	'lock,lock,lock,create map,comment,fill map,drop constraint,drop constraint,drop default,drop sequence,'
+	'lock,lock,lock,create map,comment,fill map,index map,drop constraint,drop constraint,drop default,drop sequence,'
 	  . 'rekey,rekey,rekey,add constraint,add constraint,set default',
 	'100k rows rekeyed in one call');
 
