@@ -834,9 +834,10 @@ BEGIN
 	ELSIF to_ulid THEN
 		query := format('SELECT k AS old_id, slot AS new_id FROM (%s) s', slots);
 	ELSE
-		query := format($q$SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
-FROM (%4$s) s,
-     (SELECT @extschema@.flake_rekey_claim(%5$s, %6$s) AS node) n$q$,
+		-- the claim runs exactly once, when the statement does
+		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%5$s, %6$s) AS node)
+SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
+FROM (%4$s) s, n$q$,
 						seq_bits, ms_shift, per_ms - 1, slots, first_ms, last_ms);
 	END IF;
 	-- rows without a time: ids of now, in old id order
