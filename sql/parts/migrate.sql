@@ -3,10 +3,13 @@
 --
 -- flake_migrate() switches a key column's default to a flake generator,
 -- detaches it from its sequence or identity, widens it (and every column
--- that references it through foreign keys, transitively) to bigint or
--- ulidflake, and optionally gives existing rows ids made from a time
--- column.  Everything is checked before anything changes; the changes run
--- in the caller's transaction, so an error anywhere undoes all of them.
+-- that references it through foreign keys, transitively, or by convention
+-- when named in also) to bigint or ulidflake, and optionally gives existing
+-- rows ids made from a time column: a mapping table of old and new ids,
+-- then one ALTER TABLE a table that changes type and ids together.
+-- Everything is checked before anything changes (a dry run lists every
+-- problem); the changes run in the caller's transaction, so an error
+-- anywhere undoes all of them.
 --
 -- The work is split along its phases into the flake_migrate_* helpers
 -- below; flake_migrate() puts their steps into one plan and runs it.  All
