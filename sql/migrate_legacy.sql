@@ -199,6 +199,18 @@ WHERE action IN ('blocked', 'lock');
 SELECT * FROM flake_migrate('blog.users', rekey_from => 'joined');
 SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'blog.users'::regclass AND attname = 'id';
 
+-- ... and so are ulidflake ids: each rekey takes a band of their entropy
+CREATE TABLE blog.rentals_u (id serial PRIMARY KEY, at timestamptz NOT NULL);
+CREATE TABLE blog.payments_u (id serial PRIMARY KEY, at timestamptz NOT NULL);
+INSERT INTO blog.rentals_u (at) SELECT '2024-03-01'::timestamptz + (n / 3) * interval '1 ms' FROM generate_series(1, 5000) n;
+INSERT INTO blog.payments_u (at) SELECT at FROM blog.rentals_u ORDER BY id;
+SELECT count(*) FROM flake_migrate('blog.rentals_u', generator => 'ulidflake_next', rekey_from => 'at');
+SELECT count(*) FROM flake_migrate('blog.payments_u', generator => 'ulidflake_next', rekey_from => 'at');
+SELECT count(*) AS ids_in_common FROM blog.rentals_u r JOIN blog.payments_u p ON p.id = r.id;
+SELECT count(*) AS same_times FROM blog.rentals_u r JOIN blog.payments_u p
+	ON flake_timestamp(p.id) = flake_timestamp(r.id) AND ulidflake_entropy(p.id) >> 5 = ulidflake_entropy(r.id) >> 5;
+SELECT bool_and(flake_timestamp(id) = at) AS ids_of_their_time FROM blog.payments_u;
+
 \set VERBOSITY sqlstate
 CREATE TABLE blog.cats (id serial PRIMARY KEY);
 CREATE TABLE blog.cat_refs (cat_id integer, name text);

@@ -13,6 +13,10 @@
  * A claim is not given back when the migration rolls back: its range is
  * lost, never handed out twice.
  *
+ * ulidflake ids have no node: a rekey to ulidflake claims one of 32 bands
+ * instead, the low 5 bits of the entropy of the ids it gives (recorded as
+ * node -1 - band), so that rekeys of the same times differ there.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,7 +37,12 @@
 #define FLAKE_REKEYS_TEMP		"flake.rekeys.tmp"
 #define FLAKE_REKEYS_MAGIC		0x464C4B52	/* "FLKR" */
 
-/* One claim: a node for the milliseconds first_ms to last_ms of its ids. */
+#define FLAKE_REKEY_BANDS		32
+
+/*
+ * One claim: a node (or -1 - a ulidflake band) for the milliseconds
+ * first_ms to last_ms of its ids.
+ */
 typedef struct RekeyClaim
 {
 	int64		first_ms;
@@ -57,6 +66,7 @@ typedef struct NodeChoice
 	uint32		count;
 	int64		first_ms;
 	int64		last_ms;
+	bool		band;			/* choosing a ulidflake band */
 	int32		node;			/* -1: none yet */
 } NodeChoice;
 
@@ -166,7 +176,7 @@ choose_node(int64 lo, int64 hi, void *arg)
 		bool		taken = false;
 
 		for (uint32 i = 0; i < choice->count && !taken; i++)
-			taken = choice->claims[i].node == n &&
+			taken = choice->claims[i].node == (choice->band ? -1 - n : n) &&
 				choice->claims[i].first_ms <= choice->last_ms &&
 				choice->claims[i].last_ms >= choice->first_ms;
 		if (!taken)
@@ -175,21 +185,23 @@ choose_node(int64 lo, int64 hi, void *arg)
 }
 
 /*
- * flake_rekey_claim(first_ms, last_ms): claim a node of flake.rekey_nodes
- * for the milliseconds (since flake.epoch) first_ms to last_ms of the ids
- * a rekey is about to give, and return it.
+ * flake_rekey_claim(first_ms, last_ms, band): claim a node of
+ * flake.rekey_nodes for the milliseconds (since flake.epoch) first_ms to
+ * last_ms of the ids a rekey is about to give, and return it; with band,
+ * a ulidflake band for those milliseconds (since the ulidflake epoch).
  */
 Datum
 flake_rekey_claim(PG_FUNCTION_ARGS)
 {
 	int64		first_ms = PG_GETARG_INT64(0);
 	int64		last_ms = PG_GETARG_INT64(1);
+	bool		band = PG_GETARG_BOOL(2);
 	NodeChoice	choice;
 	RekeyClaim *claims;
 	uint32		count;
 
 	flake_require_shared();
-	if (*flake_rekey_nodes_string == '\0')
+	if (!band && *flake_rekey_nodes_string == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake.rekey_nodes is empty"),
@@ -207,9 +219,19 @@ flake_rekey_claim(PG_FUNCTION_ARGS)
 	choice.count = count;
 	choice.first_ms = first_ms;
 	choice.last_ms = last_ms;
+	choice.band = band;
 	choice.node = -1;
-	flake_nodes_foreach(flake_rekey_nodes_string, flake_node_bits,
-						choose_node, &choice);
+	if (band)
+		choose_node(0, FLAKE_REKEY_BANDS - 1, &choice);
+	else
+		flake_nodes_foreach(flake_rekey_nodes_string, flake_node_bits,
+							choose_node, &choice);
+	if (choice.node < 0 && band)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("every ulidflake rekey band has been used by rekeys of these times"),
+				 errdetail("Each rekey to ulidflake takes one of %d bands for the milliseconds of its rows.",
+						   FLAKE_REKEY_BANDS)));
 	if (choice.node < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -223,7 +245,7 @@ flake_rekey_claim(PG_FUNCTION_ARGS)
 	memset(&claims[count], 0, sizeof(RekeyClaim));
 	claims[count].first_ms = first_ms;
 	claims[count].last_ms = last_ms;
-	claims[count].node = choice.node;
+	claims[count].node = band ? -1 - choice.node : choice.node;
 	write_claims(claims, count + 1);
 	LWLockRelease(flake_shared->lock);
 

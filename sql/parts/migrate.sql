@@ -316,12 +316,11 @@ BEGIN
 				  DETAIL = 'Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys.',
 				  HINT = 'Leave some nodes out of flake.nodes, here and on every server that shares keys, and name them in flake.rekey_nodes, for example flake.nodes = ''0-1015'' and flake.rekey_nodes = ''1016-1023''; then restart the server.';
 	END IF;
-	IF generator = 'flake_next'
-	   AND NOT has_function_privilege('@extschema@.flake_rekey_claim(bigint, bigint)', 'EXECUTE') THEN
+	IF NOT has_function_privilege('@extschema@.flake_rekey_claim(bigint, bigint, boolean)', 'EXECUTE') THEN
 		RAISE EXCEPTION 'permission denied for function flake_rekey_claim'
 			USING ERRCODE = 'insufficient_privilege',
-				  DETAIL = 'A rekey claims a node of flake.rekey_nodes for this server''s ids.',
-				  HINT = 'Rekey as a superuser, or GRANT EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint) to the role.';
+				  DETAIL = 'A rekey claims a node of flake.rekey_nodes (or a band of ulidflake ids) for this server''s ids.',
+				  HINT = 'Rekey as a superuser, or GRANT EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) to the role.';
 	END IF;
 	SELECT a.atttypid INTO rekey_type
 	FROM pg_attribute a
@@ -743,8 +742,9 @@ DECLARE
 	datable		text;			-- a row's time is one the ids can carry
 BEGIN
 	IF to_ulid THEN
+		-- the low 5 bits of the entropy hold the rekey's band
 		epoch := @extschema@.flake_timestamp(CAST(0::bigint AS @extschema@.ulidflake));
-		seq_bits := 20;
+		seq_bits := 15;
 		ms_shift := 20;
 	ELSE
 		epoch := @extschema@.flake_timestamp(CAST(0 AS bigint));
@@ -830,12 +830,16 @@ BEGIN
 		END IF;
 	END IF;
 
-	-- ulidflake: the slot is the id; Snowflake: milliseconds, a node
-	-- claimed for the rekey when the statement runs, then the sequence
+	-- the milliseconds, then for ulidflake the sequence and a band, for
+	-- Snowflake a node and the sequence; the band or node is claimed for
+	-- the rekey when the statement runs
 	IF first_ms IS NULL THEN
 		query := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
 	ELSIF to_ulid THEN
-		query := format('SELECT k AS old_id, slot AS new_id FROM (%s) s', slots);
+		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%3$s, %4$s, true) AS band)
+SELECT k AS old_id, ((slot >> 15) << 20) | ((slot & 32767) << 5) | n.band AS new_id
+FROM (%1$s) s, n$q$,
+						slots, NULL, first_ms, last_ms);
 	ELSE
 		-- the claim runs exactly once, when the statement does
 		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%5$s, %6$s) AS node)
@@ -955,10 +959,10 @@ $$;
 
 -- a node of flake.rekey_nodes for the milliseconds of a rekey, claimed
 -- durably for this server: not for everyone, since each call uses one up
-CREATE FUNCTION flake_rekey_claim(first_ms bigint, last_ms bigint) RETURNS integer
+CREATE FUNCTION flake_rekey_claim(first_ms bigint, last_ms bigint, band boolean DEFAULT false) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-REVOKE EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint) FROM PUBLIC;
-COMMENT ON FUNCTION flake_rekey_claim(bigint, bigint) IS 'claim a node of flake.rekey_nodes for the milliseconds of a flake_migrate() rekey';
+REVOKE EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) IS 'claim a node of flake.rekey_nodes (or with band, a ulidflake band) for the milliseconds of a flake_migrate() rekey';
 
 -- the new id of an old one in a rekey's mapping table (src/remap.c), for
 -- ALTER TABLE ... TYPE ... USING: the table is read once per statement
