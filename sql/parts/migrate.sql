@@ -1215,8 +1215,9 @@ COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], t
 
 --
 -- Migrate the keys of several tables, in the caller's transaction: tables
--- whose keys others reference first, so that a referencing column is
--- changed by the migration of the key it references, once.  Each entry of
+-- whose keys others reference (through foreign keys or also) first; a
+-- referencing column is changed by the migration of the key it
+-- references, once.  Each entry of
 -- also is 'table.column:key_table', or 'table.column' when the column is
 -- a candidate reference (see flake_migrate_candidates) of exactly one of
 -- the tables.
@@ -1243,20 +1244,8 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 
-	-- referenced tables first: a table's depth is one more than the
-	-- deepest table of the set it references through a foreign key
-	WITH RECURSIVE t(relid) AS (
-		SELECT DISTINCT x::oid FROM unnest(tbls) x
-	), refs(relid, depth) AS (
-		SELECT t.relid, 0 FROM t
-		UNION ALL
-		SELECT c.conrelid, r.depth + 1
-		FROM refs r
-		JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = r.relid AND c.conrelid <> r.relid
-		WHERE c.conrelid IN (SELECT relid FROM t) AND r.depth < (SELECT count(*) FROM t)
-	)
-	SELECT array_agg(d.relid::regclass ORDER BY d.depth, d.relid::regclass::text) INTO ordered
-	FROM (SELECT refs.relid, max(refs.depth) AS depth FROM refs GROUP BY refs.relid) d;
+	SELECT array_agg(u.t ORDER BY u.t::text) INTO ordered
+	FROM (SELECT DISTINCT x AS t FROM unnest(tbls) x) u;
 
 	-- each also entry goes to one table's migration
 	assigned := array_fill(NULL::text, ARRAY[cardinality(ordered)]);
@@ -1285,6 +1274,33 @@ BEGIN
 		i := array_position(ordered, owners[1]);
 		assigned[i] := concat_ws(E'\n', assigned[i], item);
 	END LOOP;
+
+	-- referenced tables first: a table's depth is one more than the
+	-- deepest table of the set it references, through a foreign key or a
+	-- column named in also
+	WITH RECURSIVE t(relid, items) AS (
+		SELECT x.t::oid, x.items FROM unnest(ordered, assigned) x(t, items)
+	), edges(child, parent) AS (
+		SELECT c.conrelid, c.confrelid
+		FROM pg_constraint c
+		WHERE c.contype = 'f' AND c.conrelid IN (SELECT t.relid FROM t) AND c.confrelid IN (SELECT t.relid FROM t)
+		UNION
+		SELECT a.relid, t.relid
+		FROM t CROSS JOIN LATERAL unnest(@extschema@.flake_migrate_also(t.relid, col, 0::int2,
+																	  string_to_array(t.items, E'\n'))) a
+		WHERE a.relid IN (SELECT t.relid FROM t)
+	), refs(relid, depth) AS (
+		SELECT t.relid, 0 FROM t
+		UNION ALL
+		SELECT e.child, r.depth + 1
+		FROM refs r JOIN edges e ON e.parent = r.relid AND e.child <> e.parent
+		WHERE r.depth < (SELECT count(*) FROM t)
+	)
+	SELECT array_agg(d.relid::regclass ORDER BY d.depth, d.relid::regclass::text),
+		   array_agg(t.items ORDER BY d.depth, d.relid::regclass::text)
+	INTO ordered, assigned
+	FROM (SELECT refs.relid, max(refs.depth) AS depth FROM refs GROUP BY refs.relid) d
+	JOIN t ON t.relid = d.relid;
 
 	FOR i IN 1 .. cardinality(ordered) LOOP
 		tbl := ordered[i];
