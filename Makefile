@@ -3,6 +3,7 @@
 #   make demo   build, install and show flake on a throwaway cluster
 #   make test   build, install and run the whole suite
 #   make bench  benchmarks (test/bench)
+#   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
 
 EXTENSION = flake
 MODULE_big = flake
@@ -57,6 +58,9 @@ demo:
 bench:
 	test/bench/run
 
+bench-migrate:
+	test/bench/migrate
+
 sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/migrate.sql
 	{ echo '/* $(notdir $@), built by make from $^ */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
@@ -67,7 +71,7 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: check-regress check-isolation check-tap check-unit test demo bench
+.PHONY: check-regress check-isolation check-tap check-unit test demo bench bench-migrate
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake

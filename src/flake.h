@@ -166,6 +166,7 @@ extern int	flake_node_bits;
 extern int	flake_sequence_bits;
 extern char *flake_nodes_string;
 extern char *flake_randflake_nodes_string;
+extern char *flake_rekey_nodes_string;
 extern int	flake_max_borrow_ms;
 extern void flake_define_settings(void);
 extern bool flake_reject_setting(const char *name, const char *value);

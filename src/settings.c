@@ -33,6 +33,7 @@ int			flake_node_bits = 10;
 int			flake_sequence_bits = 12;
 char	   *flake_nodes_string = NULL;
 char	   *flake_randflake_nodes_string = NULL;
+char	   *flake_rekey_nodes_string = NULL;
 int			flake_max_borrow_ms = 1000;
 
 /* Fewer timestamp bits than this would wrap within a few weeks. */
@@ -342,6 +343,65 @@ check_nodes(char **newval, void **extra, GucSource source)
 }
 
 static bool
+check_rekey_nodes(char **newval, void **extra, GucSource source)
+{
+	char		space[32];
+
+	snprintf(space, sizeof(space), "flake.node_bits = %d", flake_node_bits);
+	return check_node_list("flake.rekey_nodes", *newval, flake_node_bits, space);
+}
+
+static void
+mark_nodes(int64 lo, int64 hi, void *arg)
+{
+	for (int64 n = lo; n <= hi; n++)
+		((bool *) arg)[n] = true;
+}
+
+/* The first node of flake.rekey_nodes that flake.nodes also lists. */
+typedef struct NodeOverlap
+{
+	bool	   *leasable;		/* by node: in flake.nodes */
+	int64		first;			/* -1 while none is found */
+} NodeOverlap;
+
+static void
+find_overlap(int64 lo, int64 hi, void *arg)
+{
+	NodeOverlap *overlap = (NodeOverlap *) arg;
+
+	for (int64 n = lo; n <= hi && overlap->first < 0; n++)
+		if (overlap->leasable[n])
+			overlap->first = n;
+}
+
+/*
+ * Rekeyed ids lie in the past, where live ids may exist on any node live
+ * generation could lease: the nodes reserved for rekeys must be nodes it
+ * never leases.
+ */
+static void
+check_rekey_nodes_apart(void)
+{
+	NodeOverlap overlap;
+
+	if (flake_rekey_nodes_string == NULL || *flake_rekey_nodes_string == '\0')
+		return;
+	overlap.leasable = palloc0(sizeof(bool) << flake_node_bits);
+	overlap.first = -1;
+	flake_nodes_foreach(flake_nodes_string, flake_node_bits, mark_nodes, overlap.leasable);
+	flake_nodes_foreach(flake_rekey_nodes_string, flake_node_bits, find_overlap, &overlap);
+	pfree(overlap.leasable);
+	if (overlap.first >= 0)
+		ereport(process_shared_preload_libraries_in_progress ? FATAL : ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("node " INT64_FORMAT " is in both flake.nodes and flake.rekey_nodes",
+						overlap.first),
+				 errdetail("flake_next() leases the nodes of flake.nodes (every node when it is empty); the ids of rekeys need nodes it never uses."),
+				 errhint("Leave the nodes of flake.rekey_nodes out of flake.nodes, for example flake.nodes = '0-1015' and flake.rekey_nodes = '1016-1023'.")));
+}
+
+static bool
 check_randflake_nodes(char **newval, void **extra, GucSource source)
 {
 	return check_node_list("flake.randflake_nodes", *newval,
@@ -452,6 +512,13 @@ flake_define_settings(void)
 								   "",
 								   PGC_POSTMASTER, 0,
 								   check_nodes, NULL, NULL);
+		DefineCustomStringVariable("flake.rekey_nodes",
+								   "Nodes reserved for the ids flake_migrate() gives existing rows, such as 1016-1023.",
+								   "flake.nodes must leave them out, here and on every server that shares keys. Empty: no rekeys with flake_next.",
+								   &flake_rekey_nodes_string,
+								   "",
+								   PGC_POSTMASTER, 0,
+								   check_rekey_nodes, NULL, NULL);
 		DefineCustomStringVariable("flake.randflake_nodes",
 								   "Nodes this server may lease to randflake_next(), such as 0-1023.",
 								   "Servers that share a secret need disjoint sets.",
@@ -474,6 +541,7 @@ flake_define_settings(void)
 	if (rejected_name[0] != '\0')
 		refuse(rejected_name, rejected_value_hidden ? NULL : rejected_value,
 			   rejected_detail);
+	check_rekey_nodes_apart();
 	if (63 - flake_node_bits - flake_sequence_bits < FLAKE_MIN_TIMESTAMP_BITS)
 		ereport(process_shared_preload_libraries_in_progress ? FATAL : ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -3,343 +3,559 @@
 --
 -- flake_migrate() switches a key column's default to a flake generator,
 -- detaches it from its sequence or identity, widens it (and every column
--- that references it through foreign keys, transitively) to bigint or
--- ulidflake, and optionally gives existing rows ids made from a time
--- column.  Everything is checked before anything changes; the changes run
--- in the caller's transaction, so an error anywhere undoes all of them.
--- SECURITY INVOKER: every statement runs with the caller's rights, and the
--- caller must own each table it changes.
+-- that references it through foreign keys, transitively, or by convention
+-- when named in also) to bigint or ulidflake, and optionally gives existing
+-- rows ids made from a time column: a mapping table of old and new ids,
+-- then one ALTER TABLE a table that changes type and ids together.
+-- Everything is checked before anything changes (a dry run lists every
+-- problem); the changes run in the caller's transaction, so an error
+-- anywhere undoes all of them.
+--
+-- The work is split along its phases into the flake_migrate_* helpers
+-- below; flake_migrate() puts their steps into one plan and runs it.  All
+-- are SECURITY INVOKER: every statement runs with the caller's rights, and
+-- the caller must own each table it changes.
 ------------------------------------------------------------------------
 
-CREATE FUNCTION flake_migrate(tbl regclass, col name DEFAULT 'id',
-							  generator text DEFAULT 'flake_next',
-							  rekey_from name DEFAULT NULL,
-							  dry_run boolean DEFAULT false)
-	RETURNS TABLE(step integer, action text, detail text)
+-- One step of a migration plan: a statement to run, a lock or a note.
+CREATE TYPE flake_migrate_step AS (
+	action text,			-- what kind of step: lock, alter type, rekey, note, ...
+	detail text,			-- the statement, or the text of a note
+	run boolean,			-- false: a note, or a lock already taken
+	counted boolean			-- report the rows the statement touched
+);
+COMMENT ON TYPE flake_migrate_step IS 'a step of a flake_migrate() plan';
+
+-- A column that holds the key's values: the key or a referencing column.
+CREATE TYPE flake_migrate_column AS (
+	relid oid,
+	attnum int2,
+	changes boolean			-- its type changes, or its table is rewritten with new ids
+);
+COMMENT ON TYPE flake_migrate_column IS 'a column whose values flake_migrate() changes';
+
+--
+-- A blocker found by a dry run, as a plan step: the error it would raise.
+--
+CREATE FUNCTION flake_migrate_blocked(message text, sqlstate text, detail text)
+	RETURNS flake_migrate_step
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT ROW('blocked', format('%s (SQLSTATE %s)', message, sqlstate) || coalesce('. ' || detail, ''),
+			   false, false)::@extschema@.flake_migrate_step
+$$;
+
+--
+-- Check that the caller owns a table, and lock it unless this is a dry run.
+-- The lock comes before anything of the table is read, so that nothing
+-- changes between check and change.  referenced names the key column that
+-- a referencing table's column points to (NULL for the key's own table).
+--
+CREATE FUNCTION flake_migrate_lock(tbl regclass, referenced text, dry_run boolean)
+	RETURNS flake_migrate_step
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
-AS $migrate$
+AS $$
 DECLARE
-	ext			text;			-- the extension's schema
-	ext_path	text;			-- the search_path for ulidflake's operators
-	root		record;			-- the table
-	key			record;			-- its key column
-	def_oid		oid;			-- the key's pg_attrdef entry, if any
-	def_text	text;
-	seqs		oid[] := '{}';	-- sequences the key's default draws from
-	idseq		oid;			-- the identity's sequence
-	target		text;			-- bigint or ulidflake, qualified
-	to_ulid		boolean := generator = 'ulidflake_next';
-	rekey		boolean := rekey_from IS NOT NULL;
-	rekey_type	oid;
-	map_name	text;
-	map_rel		text;
-	cl_rel		oid[];			-- the key and every column referencing it,
-	cl_att		int2[];			-- transitively (root first)
-	cl_change	boolean[];		-- whose type changes
-	any_change	boolean;
-	touched		oid[];			-- tables altered: root first, then by oid
-	checked		oid[];			-- tables checked and (unless dry run) locked
-	fks			record;
-	fk_oid		oid[] := '{}';
-	fk_rel		oid[] := '{}';
-	fk_name		name[] := '{}';
-	fk_def		text[] := '{}';
-	fk_comment	text[] := '{}';
-	r			record;
-	t			oid;
-	i			integer;
-	cnt			bigint;
-	map_rows	bigint;
-	list		text;
-	first_id	bigint;			-- the generator's next id, drawn now
-	node		integer;
-	nb			integer;
-	sb			integer;
-	epoch		timestamptz;
-	cand		text;			-- SELECT old_id, new_id (bigint) of the rekey
-	probe		bigint;			-- an id tried on constraints and indexes
-	probe_sql	text;
-	fails		boolean;
-	problems	text[] := '{}';	-- constraints and indexes that fail, and why
-	n_null		bigint;
-	n_before	bigint;
-	n_after		bigint;
-	min_new		bigint;
-	max_new		bigint;
-	max_old		bigint;
-	gen_call	text;
-	-- the plan: what to run (or show), in order
-	p_action	text[] := '{}';
-	p_detail	text[] := '{}';
-	p_run		boolean[] := '{}';	-- false: a note, or a lock already taken
-	p_count		boolean[] := '{}';	-- report the row count
+	owner		regrole := (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid = tbl);
 BEGIN
-	IF tbl IS NULL OR col IS NULL OR generator IS NULL OR dry_run IS NULL THEN
-		RAISE EXCEPTION 'flake_migrate: tbl, col, generator and dry_run must not be NULL'
-			USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF generator NOT IN ('flake_next', 'randflake_next', 'ulidflake_next') THEN
-		RAISE EXCEPTION 'flake_migrate: unknown generator "%"', generator
-			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'The generator is one of flake_next, randflake_next and ulidflake_next.';
-	END IF;
-
-	SELECT n.nspname INTO ext
-	FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-	WHERE e.extname = 'flake';
-	gen_call := format('%I.%I()', ext, generator);
-	ext_path := CASE WHEN to_ulid THEN format('pg_catalog, %I, pg_temp', ext) ELSE 'pg_catalog, pg_temp' END;
-	target := CASE WHEN to_ulid THEN format('%I.ulidflake', ext) ELSE 'bigint' END;
-
-	--
-	-- The table and its key
-	--
-	SELECT c.relname, c.relkind, c.relowner, n.nspname INTO root
-	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-	WHERE c.oid = tbl;
-	IF NOT FOUND OR root.relkind NOT IN ('r', 'p') THEN
-		RAISE EXCEPTION 'flake_migrate: % is not a table', tbl
-			USING ERRCODE = 'wrong_object_type';
-	END IF;
-	IF NOT pg_has_role(root.relowner, 'USAGE') THEN
-		RAISE EXCEPTION 'flake_migrate: must be owner of table %', tbl
+	IF NOT pg_has_role(owner, 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', tbl
 			USING ERRCODE = 'insufficient_privilege',
-				  DETAIL = format('flake_migrate alters %s; only its owner %s (or a member of that role) can.',
-								  tbl, root.relowner::regrole),
+				  DETAIL = CASE WHEN referenced IS NULL
+						   THEN format('flake_migrate alters %s; only its owner %s (or a member of that role) can.',
+									   tbl, owner)
+						   ELSE format('%s references %s, so flake_migrate alters it too; only its owner %s (or a member of that role) can.',
+									   tbl, referenced, owner) END,
 				  HINT = 'Run flake_migrate as the owner of the tables.';
 	END IF;
-	-- locked before its definition is read, so that it cannot change under us
 	IF NOT dry_run THEN
 		EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
 	END IF;
-	checked := ARRAY[tbl::oid];
-	p_action := p_action || 'lock'::text;
-	p_detail := p_detail || format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
-	p_run := p_run || false;
-	p_count := p_count || false;
+	RETURN ROW('lock', format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl), false, false)::@extschema@.flake_migrate_step;
+END
+$$;
 
-	SELECT a.attnum, a.atttypid, a.attidentity, a.attgenerated, a.attnotnull INTO key
+--
+-- The key column and where its values come from: its identity sequence, or
+-- the sequences its default draws from.
+--
+CREATE FUNCTION flake_migrate_key(tbl regclass, col name,
+								  OUT key_attnum int2, OUT key_type oid, OUT key_notnull boolean,
+								  OUT identity_seq oid, OUT default_oid oid, OUT default_seqs oid[])
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	generated	text;
+	def_text	text;
+	list		text;
+BEGIN
+	SELECT a.attnum, a.atttypid, a.attnotnull, a.attgenerated
+	INTO key_attnum, key_type, key_notnull, generated
 	FROM pg_attribute a
 	WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'flake_migrate: column "%" of table % does not exist', col, tbl
+		RAISE EXCEPTION 'column "%" of table % does not exist', col, tbl
 			USING ERRCODE = 'undefined_column',
 				  HINT = 'Name the key column with col => ''...'' (the default is id).';
 	END IF;
-	IF key.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) OR key.attgenerated <> '' THEN
-		RAISE EXCEPTION 'flake_migrate: column %.% is not an integer key',
-				tbl, quote_ident(col)
+	IF key_type NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) OR generated <> '' THEN
+		RAISE EXCEPTION 'column %.% is not an integer key', tbl, quote_ident(col)
 			USING ERRCODE = 'datatype_mismatch',
 				  DETAIL = format('It is %s%s; flake_migrate migrates smallint, integer and bigint keys (serial, bigserial, identity).',
-								  CASE WHEN key.attgenerated <> '' THEN 'a generated column of type ' ELSE 'of type ' END,
-								  format_type(key.atttypid, NULL));
+								  CASE WHEN generated <> '' THEN 'a generated column of type ' ELSE 'of type ' END,
+								  format_type(key_type, NULL));
 	END IF;
 
-	-- where the key's values come from now
-	IF key.attidentity <> '' THEN
-		SELECT d.objid INTO idseq
-		FROM pg_depend d
-		WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
-		  AND d.refobjid = tbl AND d.refobjsubid = key.attnum AND d.deptype = 'i';
+	SELECT d.objid INTO identity_seq
+	FROM pg_attribute a
+	JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+					AND d.refobjid = tbl AND d.refobjsubid = a.attnum AND d.deptype = 'i'
+	WHERE a.attrelid = tbl AND a.attnum = key_attnum AND a.attidentity <> '';
+	IF identity_seq IS NOT NULL THEN
 		-- dropping the identity drops its sequence, which must be unused
 		SELECT string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', ' ORDER BY 1) INTO list
 		FROM pg_depend d
-		WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = idseq AND d.deptype = 'n';
+		WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = identity_seq AND d.deptype = 'n';
 		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'flake_migrate: the identity sequence % of %.% is used by other objects',
-					idseq::regclass, tbl, quote_ident(col)
+			RAISE EXCEPTION 'the identity sequence % of %.% is used by other objects',
+					identity_seq::regclass, tbl, quote_ident(col)
 				USING ERRCODE = 'dependent_objects_still_exist',
 					  DETAIL = format('Dropping the identity drops the sequence; these depend on it: %s.', list),
 					  HINT = 'Let them draw from another sequence first.';
 		END IF;
-	ELSE
-		SELECT d.oid, pg_get_expr(d.adbin, d.adrelid) INTO def_oid, def_text
-		FROM pg_attrdef d WHERE d.adrelid = tbl AND d.adnum = key.attnum;
-		IF def_oid IS NOT NULL THEN
-			SELECT coalesce(array_agg(d.refobjid ORDER BY d.refobjid), '{}') INTO seqs
-			FROM pg_depend d JOIN pg_class s ON s.oid = d.refobjid
-			WHERE d.classid = 'pg_attrdef'::regclass AND d.objid = def_oid
-			  AND d.refclassid = 'pg_class'::regclass AND s.relkind = 'S';
-			IF cardinality(seqs) = 0 AND def_text LIKE '%flake\_next()%' THEN
-				RAISE EXCEPTION 'flake_migrate: column %.% already takes its ids from a flake generator',
-						tbl, quote_ident(col)
-					USING ERRCODE = 'object_not_in_prerequisite_state',
-						  DETAIL = format('Its default is %s.', def_text);
-			ELSIF cardinality(seqs) = 0 THEN
-				RAISE EXCEPTION 'flake_migrate: column %.% has a default that is not a sequence',
-						tbl, quote_ident(col)
-					USING ERRCODE = 'object_not_in_prerequisite_state',
-						  DETAIL = format('Its default is %s.', def_text),
-						  HINT = 'Drop the default first if it is meant to be replaced.';
-			END IF;
-		END IF;
+		RETURN;
 	END IF;
 
-	-- rekeying: arguments and prerequisites
-	IF rekey THEN
-		IF generator = 'randflake_next' THEN
-			RAISE EXCEPTION 'flake_migrate: cannot rekey with randflake_next'
-				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = 'Randflake ids are encrypted: they do not sort by time, so they cannot carry the time of existing rows.',
-					  HINT = 'Rekey with flake_next or ulidflake_next, or migrate without rekey_from so that only new rows get randflake ids.';
-		END IF;
-		SELECT a.atttypid INTO rekey_type
-		FROM pg_attribute a
-		WHERE a.attrelid = tbl AND a.attname = rekey_from AND a.attnum > 0 AND NOT a.attisdropped;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION 'flake_migrate: column "%" of table % does not exist', rekey_from, tbl
-				USING ERRCODE = 'undefined_column',
-					  HINT = 'rekey_from names the column that holds each row''s time.';
-		END IF;
-		IF rekey_type NOT IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype) THEN
-			RAISE EXCEPTION 'flake_migrate: column %.% cannot give the time of rows',
-					tbl, quote_ident(rekey_from)
-				USING ERRCODE = 'datatype_mismatch',
-					  DETAIL = format('It is of type %s; rekey_from needs timestamptz, timestamp or date.',
-									  format_type(rekey_type, NULL));
-		END IF;
-		IF NOT key.attnotnull OR NOT EXISTS (
-				SELECT FROM pg_index x
-				WHERE x.indrelid = tbl AND x.indisunique AND x.indisvalid AND x.indnkeyatts = 1
-				  AND x.indkey[0] = key.attnum AND x.indpred IS NULL) THEN
-			RAISE EXCEPTION 'flake_migrate: column %.% is not a key', tbl, quote_ident(col)
+	SELECT d.oid, pg_get_expr(d.adbin, d.adrelid) INTO default_oid, def_text
+	FROM pg_attrdef d WHERE d.adrelid = tbl AND d.adnum = key_attnum;
+	SELECT coalesce(array_agg(d.refobjid ORDER BY d.refobjid), '{}') INTO default_seqs
+	FROM pg_depend d JOIN pg_class s ON s.oid = d.refobjid
+	WHERE d.classid = 'pg_attrdef'::regclass AND d.objid = default_oid
+	  AND d.refclassid = 'pg_class'::regclass AND s.relkind = 'S';
+	IF default_oid IS NOT NULL AND cardinality(default_seqs) = 0 THEN
+		IF def_text LIKE '%flake\_next()%' THEN
+			RAISE EXCEPTION 'column %.% already takes its ids from a flake generator', tbl, quote_ident(col)
 				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = 'Rekeying maps each old id to one new id, so the column must be NOT NULL and unique on its own.',
-					  HINT = 'Add a primary key or a unique constraint on the column first.';
+					  DETAIL = format('Its default is %s.', def_text);
 		END IF;
-		map_name := root.relname;
-		WHILE octet_length(map_name || '_flake_map') > 63 LOOP
-			map_name := left(map_name, -1);
-		END LOOP;
-		map_name := map_name || '_flake_map';
-		map_rel := format('%I.%I', root.nspname, map_name);
-		IF to_regclass(map_rel) IS NOT NULL THEN
-			RAISE EXCEPTION 'flake_migrate: relation % already exists', map_rel
-				USING ERRCODE = 'duplicate_table',
-					  DETAIL = 'Rekeying keeps the old and new ids in that table.',
-					  HINT = 'Rename or drop it if it is left over from an earlier migration.';
+		RAISE EXCEPTION 'column %.% has a default that is not a sequence', tbl, quote_ident(col)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Its default is %s.', def_text),
+				  HINT = 'Drop the default first if it is meant to be replaced.';
+	ELSIF default_oid IS NULL THEN
+		RAISE EXCEPTION 'column %.% does not take its values from a sequence', tbl, quote_ident(col)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'It has no default and is not an identity column; flake_migrate migrates keys filled by a sequence (serial, bigserial, identity).',
+				  HINT = 'Name the key column with col => ''...'' (the default is id).';
+	END IF;
+END
+$$;
+
+--
+-- Whether a column can hold ids: an integer, or a numeric without
+-- fractions (as pgloader loads MySQL's bigint unsigned).  Its values are
+-- checked by flake_migrate_blockers().
+--
+CREATE FUNCTION flake_migrate_holds_ids(typid oid, typmod integer)
+	RETURNS boolean
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT typid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+		OR (typid = 'numeric'::regtype AND (typmod = -1 OR ((typmod - 4) & 65535) = 0))
+$$;
+
+--
+-- The columns named in also => '{table.column, ...}' (an unqualified
+-- table is looked up in the key's schema): they hold the key's values by
+-- convention, without a foreign key, and are changed like the columns
+-- that reference the key through one.
+--
+CREATE FUNCTION flake_migrate_also(tbl regclass, col name, key_attnum int2, also text[])
+	RETURNS flake_migrate_column[]
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	result		@extschema@.flake_migrate_column[] := '{}';
+	item		text;
+	parts		text[];
+	rel			oid;
+	att			record;
+BEGIN
+	FOREACH item IN ARRAY coalesce(also, '{}') LOOP
+		BEGIN
+			parts := parse_ident(item);
+		EXCEPTION WHEN invalid_parameter_value THEN
+			parts := NULL;
+		END;
+		IF parts IS NULL OR cardinality(parts) NOT IN (2, 3) THEN
+			RAISE EXCEPTION 'invalid column name "%" in also', item
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Name each column as table.column or schema.table.column.';
 		END IF;
+		IF cardinality(parts) = 2 THEN
+			parts := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+					  WHERE c.oid = tbl) || parts;
+		END IF;
+		SELECT c.oid INTO rel
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = parts[1] AND c.relname = parts[2] AND c.relkind IN ('r', 'p');
+		IF rel IS NULL THEN
+			RAISE EXCEPTION 'table %.% named in also does not exist', quote_ident(parts[1]), quote_ident(parts[2])
+				USING ERRCODE = 'undefined_table',
+					  HINT = 'A table without a schema is looked up in the schema of the key''s table.';
+		END IF;
+		SELECT a.attnum, a.atttypid, a.atttypmod INTO att
+		FROM pg_attribute a
+		WHERE a.attrelid = rel AND a.attname = parts[3] AND a.attnum > 0 AND NOT a.attisdropped;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'column "%" of table % does not exist', parts[3], rel::regclass
+				USING ERRCODE = 'undefined_column';
+		END IF;
+		IF rel = tbl AND att.attnum = key_attnum THEN
+			RAISE EXCEPTION 'also names the key %.% itself', tbl, quote_ident(col)
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF NOT @extschema@.flake_migrate_holds_ids(att.atttypid, att.atttypmod) THEN
+			RAISE EXCEPTION 'column %.% cannot hold ids', rel::regclass, quote_ident(parts[3])
+				USING ERRCODE = 'datatype_mismatch',
+					  DETAIL = format('It is of type %s; columns named in also must be smallint, integer, bigint or numeric without fractions.',
+									  format_type(att.atttypid, att.atttypmod));
+		END IF;
+		result := result || ROW(rel, att.attnum, true)::@extschema@.flake_migrate_column;
+	END LOOP;
+	RETURN result;
+END
+$$;
+
+--
+-- Columns that may hold the key's values by convention: integer-like
+-- columns of other tables, not yet among cols and without a foreign key,
+-- whose name is the key table's name (or its singular, with or without a
+-- prefix such as wp_) followed by _id or id, and whose values all lie in
+-- the range of the key's values.
+--
+CREATE FUNCTION flake_migrate_candidates(tbl regclass, col name, cols flake_migrate_column[])
+	RETURNS TABLE(relid oid, attnum int2, description text)
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	key_min		numeric;
+	key_max		numeric;
+	lo			numeric;
+	hi			numeric;
+	r			record;
+BEGIN
+	EXECUTE format('SELECT min(%1$I), max(%1$I) FROM %2$s', col, tbl) INTO key_min, key_max;
+	FOR r IN
+		WITH base(name) AS (
+			SELECT lower(c.relname) FROM pg_class c WHERE c.oid = tbl
+			UNION
+			SELECT regexp_replace(lower(c.relname), '^.*_', '') FROM pg_class c WHERE c.oid = tbl
+		), names(name) AS (
+			SELECT DISTINCT x FROM base
+			CROSS JOIN LATERAL unnest(ARRAY[base.name, regexp_replace(base.name, 's$', ''),
+											regexp_replace(base.name, 'es$', ''),
+											regexp_replace(base.name, 'ies$', 'y')]) x
+			WHERE x <> ''
+		)
+		SELECT a.attrelid, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod) AS type
+		FROM pg_attribute a
+		JOIN pg_class c ON c.oid = a.attrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+		  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+		  AND a.attnum > 0 AND NOT a.attisdropped
+		  AND @extschema@.flake_migrate_holds_ids(a.atttypid, a.atttypmod)
+		  AND lower(a.attname) IN (SELECT names.name || '_id' FROM names UNION SELECT names.name || 'id' FROM names)
+		  AND (a.attrelid, a.attnum) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x)
+		  AND NOT EXISTS (SELECT FROM pg_constraint f
+						  WHERE f.contype = 'f' AND f.conrelid = a.attrelid AND a.attnum = ANY (f.conkey))
+		  AND has_column_privilege(a.attrelid, a.attnum, 'SELECT')
+		ORDER BY a.attrelid::regclass::text, a.attname
+	LOOP
+		EXECUTE format('SELECT min(%1$I), max(%1$I) FROM %2$s', r.attname, r.attrelid::regclass) INTO lo, hi;
+		CONTINUE WHEN lo < key_min OR hi > key_max;
+		relid := r.attrelid;
+		attnum := r.attnum;
+		description := format('%s.%I (%s, %s)', r.attrelid::regclass, r.attname, r.type,
+							  CASE WHEN lo IS NULL THEN 'no values' ELSE format('values %s to %s', lo, hi) END);
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+
+--
+-- Rekeying's arguments and prerequisites; returns the mapping table's name.
+--
+CREATE FUNCTION flake_migrate_map_name(tbl regclass, col name, generator text, rekey_from name)
+	RETURNS text
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	rekey_type	oid;
+	rel			record;
+	map_name	text;
+	map_rel		text;
+BEGIN
+	IF generator = 'randflake_next' THEN
+		RAISE EXCEPTION 'cannot rekey with randflake_next'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = 'Randflake ids are encrypted: they do not sort by time, so they cannot carry the time of existing rows.',
+				  HINT = 'Rekey with flake_next or ulidflake_next, or migrate without rekey_from so that only new rows get randflake ids.';
+	END IF;
+	IF generator = 'flake_next' AND coalesce(current_setting('flake.rekey_nodes', true), '') = '' THEN
+		RAISE EXCEPTION 'flake.rekey_nodes is empty'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys.',
+				  HINT = 'Leave some nodes out of flake.nodes, here and on every server that shares keys, and name them in flake.rekey_nodes, for example flake.nodes = ''0-1015'' and flake.rekey_nodes = ''1016-1023''; then restart the server.';
+	END IF;
+	IF NOT has_function_privilege('@extschema@.flake_rekey_claim(bigint, bigint, boolean)', 'EXECUTE') THEN
+		RAISE EXCEPTION 'permission denied for function flake_rekey_claim'
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = 'A rekey claims a node of flake.rekey_nodes (or a band of ulidflake ids) for this server''s ids.',
+				  HINT = 'Rekey as a superuser, or GRANT EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) to the role.';
+	END IF;
+	SELECT a.atttypid INTO rekey_type
+	FROM pg_attribute a
+	WHERE a.attrelid = tbl AND a.attname = rekey_from AND a.attnum > 0 AND NOT a.attisdropped;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'column "%" of table % does not exist', rekey_from, tbl
+			USING ERRCODE = 'undefined_column',
+				  HINT = 'rekey_from names the column that holds each row''s time.';
+	END IF;
+	IF rekey_type NOT IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype) THEN
+		RAISE EXCEPTION 'column %.% cannot give the time of rows', tbl, quote_ident(rekey_from)
+			USING ERRCODE = 'datatype_mismatch',
+				  DETAIL = format('It is of type %s; rekey_from needs timestamptz, timestamp or date.',
+								  format_type(rekey_type, NULL));
+	END IF;
+	IF NOT EXISTS (
+			SELECT FROM pg_attribute a JOIN pg_index x ON x.indrelid = a.attrelid
+			WHERE a.attrelid = tbl AND a.attname = col AND a.attnotnull
+			  AND x.indisunique AND x.indisvalid AND x.indnkeyatts = 1
+			  AND x.indkey[0] = a.attnum AND x.indpred IS NULL) THEN
+		RAISE EXCEPTION 'column %.% is not a key', tbl, quote_ident(col)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'Rekeying maps each old id to one new id, so the column must be NOT NULL and unique on its own.',
+				  HINT = 'Add a primary key or a unique constraint on the column first.';
 	END IF;
 
-	--
-	-- Find the columns that reference the key (through foreign keys, also
-	-- composite and in other schemas, transitively) and the tables to alter;
-	-- check and lock the tables in oid order after the table itself, and
-	-- look again until no new one appears.  The locks come before the checks
-	-- that read data, so that nothing changes between check and change.
-	--
+	SELECT c.relname, n.nspname INTO rel
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+	map_name := rel.relname;
+	WHILE octet_length(map_name || '_flake_map') > 63 LOOP
+		map_name := left(map_name, -1);
+	END LOOP;
+	map_rel := format('%I.%I', rel.nspname, map_name || '_flake_map');
+	IF to_regclass(map_rel) IS NOT NULL THEN
+		RAISE EXCEPTION 'relation % already exists', map_rel
+			USING ERRCODE = 'duplicate_table',
+				  DETAIL = 'Rekeying keeps the old and new ids in that table.',
+				  HINT = 'Rename or drop it if it is left over from an earlier migration.';
+	END IF;
+	RETURN map_rel;
+END
+$$;
+
+--
+-- The columns that reference the key through foreign keys (also composite
+-- and in other schemas, transitively), and the tables to alter: the key's
+-- table first, then by oid.  Each new table is checked and locked (the
+-- caller locked the key's table), and the catalogs are read again until no
+-- new one appears.  The locks come before the checks that read data.
+--
+CREATE FUNCTION flake_migrate_closure(tbl regclass, col name, key_attnum int2,
+									  extra flake_migrate_column[], to_ulid boolean,
+									  rekey boolean, dry_run boolean,
+									  OUT cols flake_migrate_column[], OUT touched oid[],
+									  OUT locks flake_migrate_step[])
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	checked		oid[] := ARRAY[tbl::oid];
+	t			oid;
+	msg			text;
+	state		text;
+	det			text;
+BEGIN
+	locks := '{}';
 	LOOP
-		WITH RECURSIVE cols(relid, attnum) AS (
-			SELECT tbl::oid, key.attnum
+		WITH RECURSIVE refs(relid, attnum) AS (
+			SELECT tbl::oid, key_attnum
+			UNION
+			SELECT x.relid, x.attnum FROM unnest(extra) x
 			UNION
 			SELECT c.conrelid, c.conkey[k]
-			FROM cols
-			JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = cols.relid
+			FROM refs
+			JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = refs.relid
 			CROSS JOIN LATERAL generate_subscripts(c.confkey, 1) k
-			WHERE c.confkey[k] = cols.attnum
+			WHERE c.confkey[k] = refs.attnum
 		)
-		SELECT array_agg(cols.relid ORDER BY cols.relid <> tbl, cols.attnum <> key.attnum, cols.relid, cols.attnum),
-			   array_agg(cols.attnum ORDER BY cols.relid <> tbl, cols.attnum <> key.attnum, cols.relid, cols.attnum),
-			   array_agg(a.atttypid IN ('int2'::regtype, 'int4'::regtype) OR to_ulid
-						 ORDER BY cols.relid <> tbl, cols.attnum <> key.attnum, cols.relid, cols.attnum)
-		INTO cl_rel, cl_att, cl_change
-		FROM cols JOIN pg_attribute a ON a.attrelid = cols.relid AND a.attnum = cols.attnum;
+		SELECT array_agg(ROW(refs.relid, refs.attnum,
+							 a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'numeric'::regtype) OR to_ulid OR rekey)::@extschema@.flake_migrate_column
+						 ORDER BY refs.relid <> tbl, refs.attnum <> key_attnum, refs.relid, refs.attnum)
+		INTO cols
+		FROM refs JOIN pg_attribute a ON a.attrelid = refs.relid AND a.attnum = refs.attnum;
 
-		any_change := true = ANY (cl_change);
-		IF rekey OR any_change THEN
+		IF rekey OR true = ANY (SELECT c.changes FROM unnest(cols) c) THEN
 			SELECT array_agg(u.relid ORDER BY u.relid <> tbl, u.relid) INTO touched
-			FROM (SELECT DISTINCT x.relid FROM unnest(cl_rel) x(relid)) u;
+			FROM (SELECT DISTINCT c.relid FROM unnest(cols) c) u;
 		ELSE
 			touched := ARRAY[tbl::oid];
 		END IF;
 		EXIT WHEN touched <@ checked;
 
-		-- each table: owned by the caller
 		FOREACH t IN ARRAY touched LOOP
 			CONTINUE WHEN t = ANY (checked);
-			IF NOT pg_has_role((SELECT c.relowner FROM pg_class c WHERE c.oid = t), 'USAGE') THEN
-				RAISE EXCEPTION 'flake_migrate: must be owner of table %', t::regclass
-					USING ERRCODE = 'insufficient_privilege',
-						  DETAIL = format('%s references %s.%I, so flake_migrate alters it too; only its owner %s (or a member of that role) can.',
-										  t::regclass, tbl, col,
-										  (SELECT c.relowner::regrole FROM pg_class c WHERE c.oid = t)),
-						  HINT = 'Run flake_migrate as the owner of the tables.';
-			END IF;
-			IF NOT dry_run THEN
-				EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', t::regclass);
-			END IF;
+			BEGIN
+				locks := locks || @extschema@.flake_migrate_lock(t, format('%s.%I', tbl, col), dry_run);
+			EXCEPTION WHEN insufficient_privilege THEN
+				IF NOT dry_run THEN
+					RAISE;
+				END IF;
+				GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+				locks := locks || @extschema@.flake_migrate_blocked(msg, state, det);
+			END;
 			checked := checked || t;
-			p_action := p_action || 'lock'::text;
-			p_detail := p_detail || format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', t::regclass);
-			p_run := p_run || false;
-			p_count := p_count || false;
 		END LOOP;
 		-- a dry run takes no locks, so looking again would change nothing
 		EXIT WHEN dry_run;
 	END LOOP;
+END
+$$;
 
-	-- a referencing column must hold the new ids too
-	SELECT string_agg(format('%s.%I (%s)', a.attrelid::regclass, a.attname,
-							 format_type(a.atttypid, a.atttypmod)), ', ')
-	INTO list
-	FROM unnest(cl_rel, cl_att) u(relid, attnum)
-	JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-	WHERE a.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype);
-	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'flake_migrate: columns referencing %.% are not integers', tbl, quote_ident(col)
-			USING ERRCODE = 'datatype_mismatch',
-				  DETAIL = format('Referencing columns: %s.', list);
-	END IF;
-
-	-- ... and nothing else: a foreign key from one of the columns to a
-	-- column that keeps its values would stop the new ids
-	SELECT string_agg(format('%s (%s.%I) references %s.%I', c.conname, c.conrelid::regclass, a.attname,
-							 c.confrelid::regclass, fa.attname), ', ' ORDER BY c.conrelid, c.conname, k)
-	INTO list
-	FROM unnest(cl_rel, cl_att) u(relid, attnum)
-	JOIN pg_constraint c ON c.contype = 'f' AND c.conrelid = u.relid
-	CROSS JOIN LATERAL generate_subscripts(c.conkey, 1) k
-	JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[k]
-	JOIN pg_attribute fa ON fa.attrelid = c.confrelid AND fa.attnum = c.confkey[k]
-	WHERE c.conkey[k] = u.attnum
-	  AND (c.confrelid, c.confkey[k]) NOT IN (SELECT * FROM unnest(cl_rel, cl_att));
-	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'flake_migrate: columns that would get ids of %.% also reference other keys', tbl, quote_ident(col)
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = format('Foreign keys: %s; their values must exist there too.', list),
-				  HINT = 'Migrate the table they reference instead (the columns referencing its key follow), or drop those foreign keys first.';
-	END IF;
-
-	-- the tables, each on its own
-	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-		SELECT format(CASE WHEN c.relispartition THEN '%s is a partition of %s' ELSE '%s inherits from %s' END,
-					  h.inhrelid::regclass, h.inhparent::regclass) AS x
-		FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
-		WHERE h.inhrelid = ANY (touched) OR h.inhparent = ANY (touched)
-		UNION
-		SELECT format('%s is partitioned', c.oid::regclass)
-		FROM pg_class c
-		WHERE c.oid = ANY (touched) AND c.relkind = 'p'
-		  AND NOT EXISTS (SELECT FROM pg_inherits h WHERE h.inhparent = c.oid)) s;
-	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'flake_migrate: cannot migrate tables of a partitioned or inheritance hierarchy'
-			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = format('%s.', list),
-				  HINT = 'flake_migrate changes single tables; migrate the key of a partitioned table by hand.';
-	END IF;
-
-	--
-	-- Objects that would stop a column's type change, or a rekey
-	--
-	IF any_change THEN
+--
+-- Objects that would stop the migration: columns that cannot hold the new
+-- ids, foreign keys to other keys, table hierarchies, and objects that
+-- depend on a column whose type changes.  Each is an error, or with
+-- collect (a dry run) a blocked step in the result.
+--
+CREATE FUNCTION flake_migrate_blockers(tbl regclass, col name, cols flake_migrate_column[],
+									   touched oid[], collect boolean)
+	RETURNS flake_migrate_step[]
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	list		text;
+	r			record;
+	cnt			bigint;
+	found		@extschema@.flake_migrate_step[] := '{}';
+	msg			text;
+	state		text;
+	det			text;
+BEGIN
+	BEGIN
+		-- a referencing column must hold the new ids too
+		SELECT string_agg(format('%s.%I (%s)', a.attrelid::regclass, a.attname,
+								 format_type(a.atttypid, a.atttypmod)), ', ')
+		INTO list
+		FROM unnest(cols) u
+		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+		WHERE NOT @extschema@.flake_migrate_holds_ids(a.atttypid, a.atttypmod);
+		IF list IS NOT NULL THEN
+			RAISE EXCEPTION 'columns referencing %.% are not integers', tbl, quote_ident(col)
+				USING ERRCODE = 'datatype_mismatch',
+					  DETAIL = format('Referencing columns: %s.', list);
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- numeric columns become bigint: their values must be whole and fit
+		FOR r IN
+			SELECT a.attrelid::regclass AS rel, a.attname
+			FROM unnest(cols) u
+			JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+			WHERE a.atttypid = 'numeric'::regtype
+		LOOP
+			EXECUTE format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
+						   r.rel, r.attname) INTO cnt;
+			IF cnt > 0 THEN
+				RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
+					USING ERRCODE = 'numeric_value_out_of_range',
+						  DETAIL = format('Rows with a fraction or a value beyond bigint: %s. The column becomes bigint.', cnt);
+			END IF;
+		END LOOP;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- ... and nothing else: a foreign key from one of the columns to a
+		-- column that keeps its values would stop the new ids
+		SELECT string_agg(format('%s (%s.%I) references %s.%I', c.conname, c.conrelid::regclass, a.attname,
+								 c.confrelid::regclass, fa.attname), ', ' ORDER BY c.conrelid, c.conname, k)
+		INTO list
+		FROM unnest(cols) u
+		JOIN pg_constraint c ON c.contype = 'f' AND c.conrelid = u.relid
+		CROSS JOIN LATERAL generate_subscripts(c.conkey, 1) k
+		JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[k]
+		JOIN pg_attribute fa ON fa.attrelid = c.confrelid AND fa.attnum = c.confkey[k]
+		WHERE c.conkey[k] = u.attnum
+		  AND (c.confrelid, c.confkey[k]) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x);
+		IF list IS NOT NULL THEN
+			RAISE EXCEPTION 'columns that would get ids of %.% also reference other keys', tbl, quote_ident(col)
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Foreign keys: %s; their values must exist there too.', list),
+					  HINT = 'Migrate the table they reference instead (the columns referencing its key follow), or drop those foreign keys first.';
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- the tables, each on its own
+		SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
+			SELECT format(CASE WHEN c.relispartition THEN '%s is a partition of %s' ELSE '%s inherits from %s' END,
+						  h.inhrelid::regclass, h.inhparent::regclass) AS x
+			FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+			WHERE h.inhrelid = ANY (touched) OR h.inhparent = ANY (touched)
+			UNION
+			SELECT format('%s is partitioned', c.oid::regclass)
+			FROM pg_class c
+			WHERE c.oid = ANY (touched) AND c.relkind = 'p'
+			  AND NOT EXISTS (SELECT FROM pg_inherits h WHERE h.inhparent = c.oid)) s;
+		IF list IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot migrate tables of a partitioned or inheritance hierarchy'
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('%s.', list),
+					  HINT = 'flake_migrate changes single tables; migrate the key of a partitioned table by hand.';
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- objects that would stop a column's type change
 		SELECT string_agg(DISTINCT x, ', ' ORDER BY x) INTO list FROM (
 			SELECT CASE
 				WHEN d.classid = 'pg_rewrite'::regclass AND w.rulename = '_RETURN'
 					THEN format('%s %s', CASE v.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
 								w.ev_class::regclass)
 				ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END AS x
-			FROM unnest(cl_rel, cl_att, cl_change) u(relid, attnum, changes)
+			FROM unnest(cols) u
 			JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = u.relid
 							AND d.refobjsubid = u.attnum
 			LEFT JOIN pg_rewrite w ON d.classid = 'pg_rewrite'::regclass AND w.oid = d.objid
@@ -353,49 +569,61 @@ BEGIN
 			  AND NOT (d.classid = 'pg_attrdef'::regclass AND ad.adrelid = u.relid
 					   AND ad.adnum = u.attnum)) s;
 		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'flake_migrate: cannot change the type of %.% and the columns referencing it', tbl, quote_ident(col)
+			RAISE EXCEPTION 'cannot change the type of %.% and the columns referencing it', tbl, quote_ident(col)
 				USING ERRCODE = 'feature_not_supported',
 					  DETAIL = format('These objects depend on the columns: %s.', list),
 					  HINT = 'Drop them in the same transaction before flake_migrate and create them again after it (pg_get_viewdef() and pg_get_triggerdef() show their definitions; grant their privileges again).';
 		END IF;
-	END IF;
 
-	IF rekey THEN
-		SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-			SELECT format('trigger %I on %s', g.tgname, g.tgrelid::regclass) AS x
-			FROM pg_trigger g
-			WHERE g.tgrelid = ANY (touched) AND NOT g.tgisinternal AND g.tgenabled <> 'D'
-			  AND (g.tgtype & 16) <> 0
-			UNION ALL
-			SELECT format('rule %I on %s', w.rulename, w.ev_class::regclass)
-			FROM pg_rewrite w
-			WHERE w.ev_class = ANY (touched) AND w.ev_type = '2' AND w.ev_enabled <> 'D'
-			UNION ALL
-			SELECT format('row-level security forced on %s', c.oid::regclass)
-			FROM pg_class c
-			WHERE c.oid = ANY (touched) AND c.relrowsecurity AND c.relforcerowsecurity) s;
-		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'flake_migrate: cannot rekey %: updates of its rows would be changed by other objects', tbl
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = format('Rekeying updates every row of the tables; in the way: %s.', list),
-					  HINT = 'Disable them in the same transaction (ALTER TABLE ... DISABLE TRIGGER / DISABLE RULE / NO FORCE ROW LEVEL SECURITY) and enable them again after flake_migrate.';
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
 		END IF;
-	END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	RETURN found;
+END
+$$;
 
-	--
-	-- The generator: its next id must sort above every key that stays
-	--
-	EXECUTE format('SELECT CAST(%s AS bigint)', gen_call) INTO first_id;
-
+--
+-- The generator's ids against the data: the next id must sort above every
+-- key that stays, a ulidflake cannot be negative, and CHECK constraints,
+-- index expressions and index predicates on the columns that get the new
+-- ids (ALTER TABLE parses them again for the new type) must take those ids.
+-- Each of those is tried on a row of its table (or on NULLs) with those
+-- columns cast to the new type; one that uses only one of them is tried
+-- with the next id there (randflake ids: either end of the bigint range)
+-- and blamed when it holds for the row as it is but not with the new id.
+-- Relations between two such columns (src <> dst) are left to the data.
+-- Returns the notes for the plan.
+--
+CREATE FUNCTION flake_migrate_probe(tbl regclass, col name, cols flake_migrate_column[],
+									generator text, first_id bigint, rekey boolean)
+	RETURNS flake_migrate_step[]
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	to_ulid		boolean := generator = 'ulidflake_next';
+	gen_call	text := '@extschema@.' || generator || '()';
+	target		text := CASE WHEN to_ulid THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	notes		@extschema@.flake_migrate_step[] := '{}';
+	r			record;
+	list		text;
+	cnt			bigint;
+	max_old		bigint;
+	probe		bigint;			-- an id tried on constraints and indexes
+	probe_sql	text;
+	fails		boolean;
+	problems	text[] := '{}';	-- constraints and indexes that fail, and why
+BEGIN
 	IF generator = 'randflake_next' THEN
-		p_action := p_action || 'note'::text;
-		p_detail := p_detail || 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key'::text;
-		p_run := p_run || false;
-		p_count := p_count || false;
+		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false)::@extschema@.flake_migrate_step;
 	ELSIF NOT rekey THEN
 		EXECUTE format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl) INTO max_old;
 		IF max_old >= first_id THEN
-			RAISE EXCEPTION 'flake_migrate: %.% holds keys above the ids % would issue', tbl, quote_ident(col), gen_call
+			RAISE EXCEPTION '%.% holds keys above the ids % would issue', tbl, quote_ident(col), gen_call
 				USING ERRCODE = 'numeric_value_out_of_range',
 					  DETAIL = format('The largest key is %s; the next generated id is %s.', max_old, first_id),
 					  HINT = 'New ids would not sort after existing rows; rekey the rows (rekey_from) or keep the sequence.';
@@ -404,27 +632,17 @@ BEGIN
 	IF to_ulid THEN
 		EXECUTE format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col) INTO cnt;
 		IF cnt > 0 THEN
-			RAISE EXCEPTION 'flake_migrate: %.% has negative keys', tbl, quote_ident(col)
+			RAISE EXCEPTION '%.% has negative keys', tbl, quote_ident(col)
 				USING ERRCODE = 'numeric_value_out_of_range',
 					  DETAIL = format('Rows with a key below 0: %s. A ulidflake is a non-negative 63-bit number.', cnt),
 					  HINT = 'Migrate to flake_next instead, or renumber those rows first.';
 		END IF;
 	END IF;
 
-	--
-	-- CHECK constraints, index expressions and index predicates on the
-	-- columns that get the new ids (ALTER TABLE parses them again for the
-	-- new type) must take those ids.  Each is tried on a row of its table
-	-- (or on NULLs) with those columns cast to the new type; one that uses
-	-- only one of them is tried with the next id there (randflake ids:
-	-- either end of the bigint range) and blamed when it holds for the row
-	-- as it is but not with the new id.  Relations between two such columns
-	-- (src <> dst) are left to the data.
-	--
 	FOR r IN
 		WITH u AS (
 			SELECT x.relid, array_agg(x.attnum) AS atts
-			FROM unnest(cl_rel, cl_att) x(relid, attnum) GROUP BY x.relid
+			FROM unnest(cols) x GROUP BY x.relid
 		)
 		SELECT u.relid, u.atts, o.what, o.expr, o.is_check,
 			   (SELECT CASE WHEN count(*) = 1 THEN min(x) END FROM unnest(o.uses) x WHERE x = ANY (u.atts)) AS att
@@ -462,8 +680,9 @@ BEGIN
 		FOREACH probe IN ARRAY CASE WHEN generator = 'randflake_next'
 							   THEN ARRAY[-9223372036854775808, 9223372036854775807] ELSE ARRAY[first_id] END LOOP
 			BEGIN
-				-- as for ALTER TABLE below: the ulidflake operators are found
-				PERFORM set_config('search_path', ext_path, true);
+				-- as for ALTER TABLE: the ulidflake operators are found
+				PERFORM set_config('search_path', CASE WHEN to_ulid THEN 'pg_catalog, @extschema@, pg_temp'
+												  ELSE 'pg_catalog, pg_temp' END, true);
 				EXECUTE probe_sql USING probe INTO fails;
 				PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
 				IF r.is_check AND fails THEN
@@ -478,251 +697,507 @@ BEGIN
 		END LOOP;
 	END LOOP;
 	IF cardinality(problems) > 0 THEN
-		RAISE EXCEPTION 'flake_migrate: the ids of % would not pass constraints or indexes', gen_call
+		RAISE EXCEPTION 'the ids of % would not pass constraints or indexes', gen_call
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('%s.', array_to_string(problems, '; ')),
 				  HINT = 'Drop or change them in the same transaction before flake_migrate'
 						 || CASE WHEN generator = 'randflake_next' THEN ' (randflake ids take any bigint value, negative ones too)' ELSE '' END
 						 || ', and create them again after it in a form that takes the new ids.';
 	END IF;
+	RETURN notes;
+END
+$$;
 
-	--
-	-- Rekey: new ids from each row's time, in (time, old id) order; a
-	-- millisecond with more rows than ids spills into the next ones.
-	-- Snowflake ids go on this backend's leased node, below the id just
-	-- drawn from it, so the generator never issues them again.
-	--
-	IF rekey THEN
-		IF to_ulid THEN
-			epoch := @extschema@.flake_timestamp(CAST(0::bigint AS @extschema@.ulidflake));
-			cand := format($q$SELECT k AS old_id, slot AS new_id
-FROM (SELECT k, rn + max(ms * 1048576 - rn) OVER (ORDER BY rn) AS slot
-      FROM (SELECT CAST(%1$I AS bigint) AS k, row_number() OVER (ORDER BY CAST(%2$I AS timestamptz), %1$I) - 1 AS rn,
-                   CAST(%3$I.ulidflake_from_timestamp(CAST(%2$I AS timestamptz)) AS bigint) >> 20 AS ms
-            FROM %4$s) r) s$q$, col, rekey_from, ext, tbl);
-		ELSE
-			epoch := @extschema@.flake_timestamp(CAST(0 AS bigint));
-			node := @extschema@.flake_node(first_id);
-			nb := current_setting('flake.node_bits')::integer;
-			sb := current_setting('flake.sequence_bits')::integer;
-			cand := format($q$SELECT k AS old_id, ((slot >> %1$s) << %2$s) | %3$s | (slot & %4$s) AS new_id
-FROM (SELECT k, rn + max(ms * %5$s - rn) OVER (ORDER BY rn) AS slot
-      FROM (SELECT CAST(%6$I AS bigint) AS k, row_number() OVER (ORDER BY CAST(%7$I AS timestamptz), %6$I) - 1 AS rn,
-                   %8$I.flake_from_timestamp(CAST(%7$I AS timestamptz)) >> %2$s AS ms
-            FROM %9$s) r) s$q$,
-						   sb, nb + sb, node::bigint << sb, (1::bigint << sb) - 1, 1::bigint << sb,
-						   col, rekey_from, ext, tbl);
-		END IF;
+--
+-- The rekey mapping: a query of (old_id, new_id), new ids from each row's
+-- time, in (time, old id) order; a millisecond with more rows than ids
+-- spills into the next ones.  All lie below first_id, the id just drawn
+-- from the generator.  Snowflake ids go on a node of flake.rekey_nodes,
+-- which live generation never uses, claimed for the rekey's milliseconds
+-- when the query runs (see src/rekey.c), so no other rekey gets them.
+-- Refuses rows without a usable time, and new ids that could meet old
+-- ones.
+--
+CREATE FUNCTION flake_migrate_rekey_query(tbl regclass, col name, generator text,
+										  rekey_from name, first_id bigint, undatable text,
+										  OUT query text, OUT note text)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	to_ulid		boolean := generator = 'ulidflake_next';
+	gen_call	text := '@extschema@.' || generator || '()';
+	slots		text;			-- SELECT k (old id), slot (ms * per_ms + n)
+	per_ms		bigint;			-- ids of a millisecond on one node
+	ms_shift	integer;		-- bits below the milliseconds in an id
+	seq_bits	integer;
+	epoch		timestamptz;
+	cnt			bigint;
+	n_null		bigint;
+	n_before	bigint;
+	n_after		bigint;
+	first_ms	bigint;
+	last_ms		bigint;
+	max_old		bigint;
+	datable		text;			-- a row's time is one the ids can carry
+BEGIN
+	IF to_ulid THEN
+		-- the low 5 bits of the entropy hold the rekey's band
+		epoch := @extschema@.flake_timestamp(CAST(0::bigint AS @extschema@.ulidflake));
+		seq_bits := 15;
+		ms_shift := 20;
+	ELSE
+		epoch := @extschema@.flake_timestamp(CAST(0 AS bigint));
+		seq_bits := current_setting('flake.sequence_bits')::integer;
+		ms_shift := current_setting('flake.node_bits')::integer + seq_bits;
+	END IF;
+	per_ms := 1::bigint << seq_bits;
+	datable := format('CAST(%1$I AS timestamptz) >= %2$L AND CAST(%1$I AS timestamptz) < %3$L',
+					  rekey_from, epoch,
+					  CASE WHEN to_ulid
+					  THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
+					  ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms');
+	-- both windows in (time, old id) order, so that rows are sorted once
+	slots := format($q$SELECT k, rn + max(ms * %1$s - rn) OVER (ORDER BY t, k ROWS UNBOUNDED PRECEDING) AS slot
+      FROM (SELECT CAST(%2$I AS bigint) AS k, CAST(%3$I AS timestamptz) AS t,
+                   row_number() OVER (ORDER BY CAST(%3$I AS timestamptz), CAST(%2$I AS bigint)) - 1 AS rn,
+                   CAST(@extschema@.%4$s(CAST(%3$I AS timestamptz)) AS bigint) >> %5$s AS ms
+            FROM %6$s%7$s) r$q$,
+					per_ms, col, rekey_from,
+					CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
+					ms_shift, tbl, CASE WHEN undatable IS NOT NULL THEN ' WHERE ' || datable ELSE '' END);
 
-		EXECUTE format('SELECT count(*) FILTER (WHERE %1$I IS NULL),
-							   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < $1),
-							   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) >= $2)
-						FROM %2$s', rekey_from, tbl)
-			USING epoch, CASE WHEN to_ulid
-						 THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
-						 ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms'
-			INTO n_null, n_before, n_after;
-		IF n_null + n_before + n_after > 0 THEN
-			RAISE EXCEPTION 'flake_migrate: % of % have no time that % can carry',
-					CASE n_null + n_before + n_after WHEN 1 THEN '1 row'
-					ELSE (n_null + n_before + n_after) || ' rows' END, tbl, gen_call
-				USING ERRCODE = CASE WHEN n_null > 0 THEN 'null_value_not_allowed' ELSE 'numeric_value_out_of_range' END,
-					  DETAIL = format('In column %I: %s NULL, %s before the epoch %s, %s after the current time.',
-									  rekey_from, n_null, n_before,
-									  regexp_replace(to_char(epoch AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
-													 '\.000$', '') || '+00',
-									  n_after),
-					  HINT = 'Give those rows a time (or delete them) first, or migrate without rekey_from.';
-		END IF;
-
-		EXECUTE format('SELECT min(new_id), max(new_id) FROM (%s) c', cand) INTO min_new, max_new;
-		IF max_new >= first_id THEN
-			RAISE EXCEPTION 'flake_migrate: too many rows of % in the last milliseconds', tbl
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = format('Rekeyed ids must stay below %s, the id just drawn from %s.', first_id, gen_call),
-					  HINT = 'Try again in a moment.';
-		END IF;
-		EXECUTE format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl) INTO max_old;
-		IF min_new <= max_old THEN
-			EXECUTE format('SELECT count(*) FROM (%s) c JOIN %s o ON o.%I = c.new_id', cand, tbl, col) INTO cnt;
-			IF cnt > 0 THEN
-				RAISE EXCEPTION 'flake_migrate: % new ids of % would equal old ids of other rows', cnt, tbl
-					USING ERRCODE = 'object_not_in_prerequisite_state',
-						  DETAIL = format('Rows timed in the first milliseconds after the epoch get ids as small as the old keys (up to %s).', max_old),
-						  HINT = 'Migrate without rekey_from, or correct the time of those rows.';
-			END IF;
-		END IF;
-
-		p_action := p_action || ARRAY['create map', 'comment', 'fill map'];
-		p_detail := p_detail || ARRAY[
-			format('CREATE TABLE %s (old_id bigint PRIMARY KEY, new_id %s NOT NULL UNIQUE)', map_rel, target),
-			format('COMMENT ON TABLE %s IS %L', map_rel,
-				   format('old and new ids of %s.%I, rekeyed by flake_migrate from %I', tbl, col, rekey_from)),
-			format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
-				   CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END, cand)];
-		p_run := p_run || ARRAY[true, true, true];
-		p_count := p_count || ARRAY[false, false, true];
+	-- one scan: the rows without a usable time, the milliseconds of the
+	-- others, and the largest old key
+	EXECUTE format('SELECT count(*) FILTER (WHERE %1$I IS NULL),
+						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < $1),
+						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) >= $2),
+						   min(CASE WHEN %2$s THEN %3$s END), max(CASE WHEN %2$s THEN %3$s END),
+						   count(*) FILTER (WHERE %2$s), max(CAST(%4$I AS bigint))
+					FROM %5$s',
+				   rekey_from, datable,
+				   format('CAST(@extschema@.%s(CAST(%I AS timestamptz)) AS bigint) >> %s',
+						  CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
+						  rekey_from, ms_shift),
+				   col, tbl)
+		USING epoch, CASE WHEN to_ulid
+					 THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
+					 ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms'
+		INTO n_null, n_before, n_after, first_ms, last_ms, cnt, max_old;
+	-- a millisecond with more rows than ids spills into the next ones
+	last_ms := last_ms + (cnt - 1) / per_ms;
+	IF n_null + n_before + n_after > 0 AND undatable IS NOT NULL THEN
+		note := format('%s of %s %s no time that %s can carry (in column %I: %s NULL, %s before the epoch, %s after the current time): %s',
+					   CASE n_null + n_before + n_after WHEN 1 THEN '1 row' ELSE (n_null + n_before + n_after) || ' rows' END,
+					   tbl, CASE n_null + n_before + n_after WHEN 1 THEN 'has' ELSE 'have' END, gen_call,
+					   rekey_from, n_null, n_before, n_after,
+					   CASE undatable WHEN 'keep' THEN 'they keep their old ids' ELSE 'they get ids of now' END);
+	ELSIF n_null + n_before + n_after > 0 THEN
+		RAISE EXCEPTION '% of % % no time that % can carry',
+				CASE n_null + n_before + n_after WHEN 1 THEN '1 row'
+				ELSE (n_null + n_before + n_after) || ' rows' END, tbl,
+				CASE n_null + n_before + n_after WHEN 1 THEN 'has' ELSE 'have' END, gen_call
+			USING ERRCODE = CASE WHEN n_null > 0 THEN 'null_value_not_allowed' ELSE 'numeric_value_out_of_range' END,
+				  DETAIL = format('In column %I: %s NULL, %s before the epoch %s, %s after the current time.',
+								  rekey_from, n_null, n_before,
+								  regexp_replace(to_char(epoch AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
+												 '\.000$', '') || '+00',
+								  n_after),
+				  HINT = 'Give those rows a time first, or pass undatable => ''keep'' (they keep their old ids) or ''now'' (they get ids of now)'
+						 || CASE WHEN n_before = 0 THEN '.'
+						 WHEN to_ulid THEN '; the ulidflake epoch is fixed.'
+						 ELSE '; with flake.epoch set before the oldest row, every id carries its row''s exact millisecond.' END;
 	END IF;
 
-	--
-	-- Foreign keys into the columns that change are dropped and added back
-	-- afterwards under the same names: one validation instead of one per
-	-- altered column, and no checks while the ids are rewritten.
-	--
-	IF rekey OR any_change THEN
-		-- a new constraint gets enabled triggers: refuse to lose a state
-		-- that only a superuser can set
-		SELECT string_agg(DISTINCT format('%I on %s', c.conname, c.conrelid::regclass), ', ') INTO list
-		FROM unnest(cl_rel, cl_att) u(relid, attnum)
+	-- the new ids sort below the generator's next one
+	IF last_ms >= first_id >> ms_shift THEN
+		RAISE EXCEPTION 'too many rows of % in the last milliseconds', tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Rekeyed ids must stay below %s, the id just drawn from %s.', first_id, gen_call),
+				  HINT = 'Try again in a moment.';
+	END IF;
+
+	-- ... and must not meet the old ids of other rows
+	IF first_ms << ms_shift <= max_old THEN
+		EXECUTE format('SELECT count(DISTINCT s.k) FROM (%s) s JOIN %s o ON CAST(o.%I AS bigint) BETWEEN (s.slot / $1) << $2 AND ((s.slot / $1 + 1) << $2) - 1',
+					   slots, tbl, col)
+			USING per_ms, ms_shift INTO cnt;
+		IF cnt > 0 THEN
+			RAISE EXCEPTION '% new ids of % could equal old ids of other rows', cnt, tbl
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Rows timed in the first milliseconds after the epoch get ids as small as the old keys (up to %s).', max_old),
+					  HINT = 'Migrate without rekey_from, or correct the time of those rows.';
+		END IF;
+	END IF;
+
+	-- the milliseconds, then for ulidflake the sequence and a band, for
+	-- Snowflake a node and the sequence; the band or node is claimed for
+	-- the rekey when the statement runs
+	IF first_ms IS NULL THEN
+		query := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
+	ELSIF to_ulid THEN
+		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%3$s, %4$s, true) AS band)
+SELECT k AS old_id, ((slot >> 15) << 20) | ((slot & 32767) << 5) | n.band AS new_id
+FROM (%1$s) s, n$q$,
+						slots, NULL, first_ms, last_ms);
+	ELSE
+		-- the claim runs exactly once, when the statement does
+		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%5$s, %6$s) AS node)
+SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
+FROM (%4$s) s, n$q$,
+						seq_bits, ms_shift, per_ms - 1, slots, first_ms, last_ms);
+	END IF;
+	-- rows without a time: ids of now, in old id order
+	IF undatable = 'now' AND note IS NOT NULL THEN
+		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM (SELECT CAST(%I AS bigint) AS k FROM %s WHERE NOT coalesce(%s, false) ORDER BY 1) u)',
+						query, generator, col, tbl, datable);
+	END IF;
+END
+$$;
+
+--
+-- Foreign keys into the columns that change are dropped and added back
+-- afterwards under the same names: one validation instead of one per
+-- altered column, and no checks while the ids are rewritten.
+--
+CREATE FUNCTION flake_migrate_foreign_keys(tbl regclass, col name, cols flake_migrate_column[],
+										   OUT drops flake_migrate_step[], OUT adds flake_migrate_step[])
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	fk			record;
+	list		text;
+BEGIN
+	-- a new constraint gets enabled triggers: refuse to lose a state that
+	-- only a superuser can set
+	SELECT string_agg(DISTINCT format('%I on %s', c.conname, c.conrelid::regclass), ', ') INTO list
+	FROM unnest(cols) u
+	JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = u.relid AND u.attnum = ANY (c.confkey)
+	JOIN pg_trigger g ON g.tgconstraint = c.oid
+	WHERE g.tgenabled <> 'O';
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'foreign keys referencing %.% have disabled triggers', tbl, quote_ident(col)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('flake_migrate drops and adds these foreign keys again, which would enable them: %s.', list),
+				  HINT = 'Enable their triggers (ALTER TABLE ... ENABLE TRIGGER ALL), or drop the foreign keys first.';
+	END IF;
+	drops := '{}';
+	adds := '{}';
+	FOR fk IN
+		SELECT DISTINCT c.oid, c.conrelid, c.conname, pg_get_constraintdef(c.oid) AS def,
+			   obj_description(c.oid, 'pg_constraint') AS comment
+		FROM unnest(cols) u
 		JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = u.relid AND u.attnum = ANY (c.confkey)
-		JOIN pg_trigger g ON g.tgconstraint = c.oid
-		WHERE g.tgenabled <> 'O';
-		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'flake_migrate: foreign keys referencing %.% have disabled triggers', tbl, quote_ident(col)
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = format('flake_migrate drops and adds these foreign keys again, which would enable them: %s.', list),
-					  HINT = 'Enable their triggers (ALTER TABLE ... ENABLE TRIGGER ALL), or drop the foreign keys first.';
+		ORDER BY c.conrelid, c.conname
+	LOOP
+		drops := drops || ROW('drop constraint',
+							  format('ALTER TABLE %s DROP CONSTRAINT %I', fk.conrelid::regclass, fk.conname),
+							  true, false)::@extschema@.flake_migrate_step;
+		adds := adds || ROW('add constraint',
+							format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.conrelid::regclass, fk.conname, fk.def),
+							true, false)::@extschema@.flake_migrate_step;
+		IF fk.comment IS NOT NULL THEN
+			adds := adds || ROW('comment',
+								format('COMMENT ON CONSTRAINT %I ON %s IS %L', fk.conname, fk.conrelid::regclass, fk.comment),
+								true, false)::@extschema@.flake_migrate_step;
 		END IF;
-		FOR fks IN
-			SELECT DISTINCT c.oid, c.conrelid, c.conname, pg_get_constraintdef(c.oid) AS def,
-				   obj_description(c.oid, 'pg_constraint') AS comment
-			FROM unnest(cl_rel, cl_att) u(relid, attnum)
-			JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = u.relid AND u.attnum = ANY (c.confkey)
-			ORDER BY c.conrelid, c.conname
-		LOOP
-			fk_oid := fk_oid || fks.oid;
-			fk_rel := fk_rel || fks.conrelid;
-			fk_name := fk_name || fks.conname;
-			fk_def := fk_def || fks.def;
-			fk_comment := fk_comment || fks.comment;
-			p_action := p_action || 'drop constraint'::text;
-			p_detail := p_detail || format('ALTER TABLE %s DROP CONSTRAINT %I', fks.conrelid::regclass, fks.conname);
-			p_run := p_run || true;
-			p_count := p_count || false;
-		END LOOP;
+	END LOOP;
+END
+$$;
+
+--
+-- Detach the key from its identity, or from its default and the sequences
+-- it draws from: a sequence is dropped only when the column owns it and
+-- nothing else uses it.
+--
+CREATE FUNCTION flake_migrate_detach(tbl regclass, col name, key_attnum int2, identity_seq oid,
+									 default_oid oid, default_seqs oid[])
+	RETURNS flake_migrate_step[]
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	steps		@extschema@.flake_migrate_step[] := '{}';
+	seq			oid;
+	list		text;
+BEGIN
+	IF identity_seq IS NOT NULL THEN
+		RETURN ARRAY[ROW('drop identity', format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col),
+						 true, false)::@extschema@.flake_migrate_step];
+	END IF;
+	IF default_oid IS NULL THEN
+		RETURN steps;
+	END IF;
+	steps := steps || ROW('drop default', format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', tbl, col),
+						  true, false)::@extschema@.flake_migrate_step;
+	FOREACH seq IN ARRAY default_seqs LOOP
+		SELECT string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', ' ORDER BY 1) INTO list
+		FROM pg_depend d
+		WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = seq AND d.deptype = 'n'
+		  AND NOT (d.classid = 'pg_attrdef'::regclass AND d.objid = default_oid);
+		IF NOT EXISTS (SELECT FROM pg_depend d
+					   WHERE d.classid = 'pg_class'::regclass AND d.objid = seq
+						 AND d.refclassid = 'pg_class'::regclass AND d.refobjid = tbl
+						 AND d.refobjsubid = key_attnum AND d.deptype = 'a') THEN
+			steps := steps || ROW('note', format('sequence %s is kept: %s.%I does not own it', seq::regclass, tbl, col),
+								  false, false)::@extschema@.flake_migrate_step;
+		ELSIF list IS NOT NULL THEN
+			steps := steps || ROW('note', format('sequence %s is kept: also used by %s', seq::regclass, list),
+								  false, false)::@extschema@.flake_migrate_step
+						   || ROW('disown sequence', format('ALTER SEQUENCE %s OWNED BY NONE', seq::regclass),
+								  true, false)::@extschema@.flake_migrate_step;
+		ELSE
+			-- an owned sequence has the table's owner
+			steps := steps || ROW('drop sequence', format('DROP SEQUENCE %s', seq::regclass),
+								  true, false)::@extschema@.flake_migrate_step;
+		END IF;
+	END LOOP;
+	RETURN steps;
+END
+$$;
+
+-- a node of flake.rekey_nodes for the milliseconds of a rekey, claimed
+-- durably for this server: not for everyone, since each call uses one up
+CREATE FUNCTION flake_rekey_claim(first_ms bigint, last_ms bigint, band boolean DEFAULT false) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+REVOKE EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) IS 'claim a node of flake.rekey_nodes (or with band, a ulidflake band) for the milliseconds of a flake_migrate() rekey';
+
+-- the new id of an old one in a rekey's mapping table (src/remap.c), for
+-- ALTER TABLE ... TYPE ... USING: the table is read once per statement
+CREATE FUNCTION flake_migrate_lookup(map regclass, old_id bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION flake_migrate_lookup(regclass, bigint) IS 'the new id of old_id in a flake_migrate() mapping table, or old_id when it lists none';
+
+-- The helpers are internal to flake_migrate() but stay executable by
+-- PUBLIC: a SECURITY INVOKER function calls them with its caller's rights,
+-- so revoking them would leave flake_migrate() to superusers, while table
+-- owners must be able to migrate their tables.  They give nobody more than
+-- the statements they run already allow.
+
+------------------------------------------------------------------------
+-- flake_migrate(): the plan, and running it
+------------------------------------------------------------------------
+
+CREATE FUNCTION flake_migrate(tbl regclass, col name DEFAULT 'id',
+							  generator text DEFAULT 'flake_next',
+							  rekey_from name DEFAULT NULL,
+							  dry_run boolean DEFAULT false,
+							  also text[] DEFAULT NULL,
+							  undatable text DEFAULT NULL)
+	RETURNS TABLE(step integer, action text, detail text)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $migrate$
+DECLARE
+	to_ulid		boolean := generator = 'ulidflake_next';
+	rekey		boolean := rekey_from IS NOT NULL;
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	key			record;			-- the key column: flake_migrate_key()
+	map_rel		text;			-- the mapping table, when rekeying
+	extra		@extschema@.flake_migrate_column[];	-- the columns named in also
+	closure		record;			-- flake_migrate_closure(): the columns and tables
+	mapping		record;			-- flake_migrate_rekey_query(): old and new ids
+	first_id	bigint;			-- the generator's next id, drawn now
+	fk_drops	@extschema@.flake_migrate_step[] := '{}';	-- foreign keys into the columns
+	fk_adds		@extschema@.flake_migrate_step[] := '{}';
+	plan		@extschema@.flake_migrate_step[] := '{}';
+	blocked		@extschema@.flake_migrate_step[] := '{}';	-- what a dry run found in the way
+	msg			text;
+	state		text;
+	det			text;
+	notes		@extschema@.flake_migrate_step[];
+	s			@extschema@.flake_migrate_step;
+	t			oid;
+	list		text;
+	cnt			bigint;
+	i			integer;
+BEGIN
+	IF tbl IS NULL OR col IS NULL OR generator IS NULL OR dry_run IS NULL THEN
+		RAISE EXCEPTION 'tbl, col, generator and dry_run must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF generator NOT IN ('flake_next', 'randflake_next', 'ulidflake_next') THEN
+		RAISE EXCEPTION 'unknown generator "%"', generator
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'The generator is one of flake_next, randflake_next and ulidflake_next.';
+	END IF;
+	IF undatable NOT IN ('keep', 'now') THEN
+		RAISE EXCEPTION 'invalid value for undatable: "%"', undatable
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'undatable is keep (rows without a usable time keep their old ids) or now (they get ids of now).';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND c.relkind IN ('r', 'p')) THEN
+		RAISE EXCEPTION '% is not a table', tbl
+			USING ERRCODE = 'wrong_object_type';
 	END IF;
 
-	-- detach the key from its sequence or identity
-	IF idseq IS NOT NULL THEN
-		p_action := p_action || 'drop identity'::text;
-		p_detail := p_detail || format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col);
-		p_run := p_run || true;
-		p_count := p_count || false;
-	ELSIF def_oid IS NOT NULL THEN
-		p_action := p_action || 'drop default'::text;
-		p_detail := p_detail || format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', tbl, col);
-		p_run := p_run || true;
-		p_count := p_count || false;
-		FOREACH t IN ARRAY seqs LOOP
-			SELECT string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', ' ORDER BY 1) INTO list
-			FROM pg_depend d
-			WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = t AND d.deptype = 'n'
-			  AND NOT (d.classid = 'pg_attrdef'::regclass AND d.objid = def_oid);
-			IF NOT EXISTS (SELECT FROM pg_depend d
-						   WHERE d.classid = 'pg_class'::regclass AND d.objid = t
-							 AND d.refclassid = 'pg_class'::regclass AND d.refobjid = tbl
-							 AND d.refobjsubid = key.attnum AND d.deptype = 'a') THEN
-				p_action := p_action || 'note'::text;
-				p_detail := p_detail || format('sequence %s is kept: %s.%I does not own it', t::regclass, tbl, col);
-				p_run := p_run || false;
-				p_count := p_count || false;
-			ELSIF list IS NOT NULL THEN
-				p_action := p_action || ARRAY['note', 'disown sequence'];
-				p_detail := p_detail || ARRAY[
-					format('sequence %s is kept: also used by %s', t::regclass, list),
-					format('ALTER SEQUENCE %s OWNED BY NONE', t::regclass)];
-				p_run := p_run || ARRAY[false, true];
-				p_count := p_count || ARRAY[false, false];
-			ELSE
-				-- an owned sequence has the table's owner
-				p_action := p_action || 'drop sequence'::text;
-				p_detail := p_detail || format('DROP SEQUENCE %s', t::regclass);
-				p_run := p_run || true;
-				p_count := p_count || false;
+	-- the table is locked before its definition is read
+	plan := plan || @extschema@.flake_migrate_lock(tbl, NULL, dry_run);
+	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	IF rekey THEN
+		BEGIN
+			map_rel := @extschema@.flake_migrate_map_name(tbl, col, generator, rekey_from);
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT dry_run THEN
+				RAISE;
 			END IF;
-		END LOOP;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		END;
+	END IF;
+	BEGIN
+		extra := @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also);
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT dry_run THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		extra := '{}';
+	END;
+	SELECT * INTO closure
+	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum, extra, to_ulid, rekey, dry_run);
+	plan := plan || closure.locks;
+	blocked := blocked
+		|| @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, dry_run);
+
+	-- references by convention that also does not name: notes, and a
+	-- refusal when they would be left behind without also saying so
+	SELECT string_agg(c.description, ', '),
+		   coalesce(array_agg(ROW('note', 'possible reference without a foreign key, left as it is: ' || c.description,
+								  false, false)::@extschema@.flake_migrate_step), '{}')
+	INTO list, notes
+	FROM @extschema@.flake_migrate_candidates(tbl, col, closure.cols) c
+	JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
+	WHERE rekey OR to_ulid OR a.atttypid <> 'int8'::regtype;
+	IF list IS NULL OR also IS NOT NULL THEN
+		plan := plan || notes;
+	ELSE
+		BEGIN
+			RAISE EXCEPTION 'columns of other tables may hold ids of %.%', tbl, quote_ident(col)
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  DETAIL = format('Possible references without a foreign key: %s.', list),
+					  HINT = 'Name the columns that hold its ids in also => ''{table.column, ...}'' so that they change with it, or pass also => ''{}'' to leave them as they are.';
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT dry_run THEN
+				RAISE;
+			END IF;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		END;
 	END IF;
 
-	-- widen the key and the columns referencing it, one statement a table
-	FOREACH t IN ARRAY touched LOOP
+	EXECUTE format('SELECT CAST(@extschema@.%I() AS bigint)', generator) INTO first_id;
+	BEGIN
+		plan := plan || @extschema@.flake_migrate_probe(tbl, col, closure.cols, generator, first_id, rekey);
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT dry_run THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+
+	IF rekey THEN
+		BEGIN
+			SELECT * INTO mapping
+			FROM @extschema@.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT dry_run THEN
+				RAISE;
+			END IF;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+			SELECT NULL::text AS query, NULL::text AS note INTO mapping;
+		END;
+		IF mapping.note IS NOT NULL THEN
+			plan := plan || ROW('note', mapping.note, false, false)::@extschema@.flake_migrate_step;
+		END IF;
+		plan := plan
+			|| ROW('create map',
+				   format('CREATE TABLE %s (old_id bigint NOT NULL, new_id %s NOT NULL)', coalesce(map_rel, '...'), target),
+				   true, false)::@extschema@.flake_migrate_step
+			|| ROW('comment',
+				   format('COMMENT ON TABLE %s IS %L', map_rel,
+						  format('old and new ids of %s.%I, rekeyed by flake_migrate from %I', tbl, col, rekey_from)),
+				   true, false)::@extschema@.flake_migrate_step
+			|| ROW('fill map',
+				   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
+						  CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END,
+						  coalesce(mapping.query, '...')),
+				   true, true)::@extschema@.flake_migrate_step
+			-- built after the rows are in: one sort each
+			|| ROW('index map',
+				   format('ALTER TABLE %s ADD PRIMARY KEY (old_id), ADD UNIQUE (new_id)', coalesce(map_rel, '...')),
+				   true, false)::@extschema@.flake_migrate_step;
+	END IF;
+
+	IF rekey OR true = ANY (SELECT c.changes FROM unnest(closure.cols) c) THEN
+		BEGIN
+			SELECT f.drops, f.adds INTO fk_drops, fk_adds
+			FROM @extschema@.flake_migrate_foreign_keys(tbl, col, closure.cols) f;
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT dry_run THEN
+				RAISE;
+			END IF;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		END;
+		plan := plan || fk_drops;
+	END IF;
+
+	plan := plan || @extschema@.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
+													 key.default_oid, key.default_seqs);
+
+	-- widen the key and the columns referencing it, one statement a table;
+	-- a rekey gives them their new ids in the same statement, through the
+	-- mapping table, so each table is rewritten once (and no trigger, rule
+	-- or policy acts on it)
+	FOREACH t IN ARRAY closure.touched LOOP
 		SELECT string_agg(format('ALTER COLUMN %I TYPE %s%s', a.attname, target,
-								 CASE WHEN to_ulid
+								 CASE WHEN rekey
+								 THEN format(' USING %s', format(CASE WHEN to_ulid THEN 'CAST(%s AS %s)' ELSE '%s' END,
+																 format('@extschema@.flake_migrate_lookup(%L, CAST(%I AS bigint))',
+																		coalesce(map_rel, '...'), a.attname),
+																 target))
+								 WHEN to_ulid
 								 THEN format(' USING CAST(CAST(%I AS bigint) AS %s)', a.attname, target)
 								 ELSE '' END), ', ' ORDER BY a.attnum)
 		INTO list
-		FROM unnest(cl_rel, cl_att, cl_change) u(relid, attnum, changes)
+		FROM unnest(closure.cols) u
 		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 		WHERE u.relid = t AND u.changes;
 		CONTINUE WHEN list IS NULL;
-		p_action := p_action || 'alter type'::text;
-		p_detail := p_detail || format('ALTER TABLE %s %s', t::regclass, list);
-		p_run := p_run || true;
-		p_count := p_count || false;
+		plan := plan || ROW(CASE WHEN rekey THEN 'rekey' ELSE 'alter type' END,
+							format('ALTER TABLE %s %s', t::regclass, list),
+							true, false)::@extschema@.flake_migrate_step;
 	END LOOP;
 
-	-- rewrite the ids: the key, then every column referencing it
-	IF rekey THEN
-		FOR i IN 1 .. cardinality(cl_rel) LOOP
-			p_action := p_action || 'rekey'::text;
-			p_detail := p_detail || format('UPDATE %s AS t SET %I = m.new_id FROM %s AS m WHERE t.%I %s',
-										   cl_rel[i]::regclass,
-										   (SELECT a.attname FROM pg_attribute a
-											WHERE a.attrelid = cl_rel[i] AND a.attnum = cl_att[i]),
-										   map_rel,
-										   (SELECT a.attname FROM pg_attribute a
-											WHERE a.attrelid = cl_rel[i] AND a.attnum = cl_att[i]),
-										   CASE WHEN to_ulid
-										   THEN format('OPERATOR(%I.=) CAST(m.old_id AS %s)', ext, target)
-										   ELSE '= m.old_id' END);
-			p_run := p_run || true;
-			p_count := p_count || true;
-		END LOOP;
-	END IF;
-
-	-- the foreign keys again, and their comments
-	FOR i IN 1 .. cardinality(fk_oid) LOOP
-		p_action := p_action || 'add constraint'::text;
-		p_detail := p_detail || format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk_rel[i]::regclass, fk_name[i], fk_def[i]);
-		p_run := p_run || true;
-		p_count := p_count || false;
-		IF fk_comment[i] IS NOT NULL THEN
-			p_action := p_action || 'comment'::text;
-			p_detail := p_detail || format('COMMENT ON CONSTRAINT %I ON %s IS %L', fk_name[i], fk_rel[i]::regclass, fk_comment[i]);
-			p_run := p_run || true;
-			p_count := p_count || false;
-		END IF;
-	END LOOP;
-
-	p_action := p_action || 'set default'::text;
-	p_detail := p_detail || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', tbl, col, gen_call);
-	p_run := p_run || true;
-	p_count := p_count || false;
+	plan := plan || fk_adds
+		|| ROW('set default', format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator),
+			   true, false)::@extschema@.flake_migrate_step;
 
 	--
-	-- Run the plan (or only show it)
+	-- Run the plan (or only show it, after what is in its way)
 	--
-	FOR i IN 1 .. cardinality(p_action) LOOP
+	plan := blocked || plan;
+	FOR i IN 1 .. cardinality(plan) LOOP
+		s := plan[i];
 		step := i;
-		action := p_action[i];
-		detail := p_detail[i];
-		IF p_run[i] AND NOT dry_run THEN
+		action := s.action;
+		detail := s.detail;
+		IF s.run AND NOT dry_run THEN
 			-- ALTER TABLE parses CHECK constraints and index expressions
 			-- again for the new type: with ulidflake, they need its operators
-			IF action = 'alter type' THEN
-				PERFORM set_config('search_path', ext_path, true);
+			IF action IN ('alter type', 'rekey') AND to_ulid THEN
+				PERFORM set_config('search_path', 'pg_catalog, @extschema@, pg_temp', true);
 			END IF;
 			EXECUTE detail;
 			GET DIAGNOSTICS cnt = ROW_COUNT;
 			PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
-			IF p_count[i] THEN
-				IF action = 'fill map' THEN
-					map_rows := cnt;
-				ELSIF action = 'rekey' AND p_action[i - 1] <> 'rekey' AND cnt <> map_rows THEN
-					-- the first rekey step updates the key itself: every row
-					RAISE EXCEPTION 'flake_migrate: rekeyed % of % rows of %', cnt, map_rows, tbl
-						USING ERRCODE = 'object_not_in_prerequisite_state',
-							  DETAIL = 'Something kept the update from reaching every row.';
-				END IF;
+			IF s.counted THEN
 				detail := format('%s /* %s rows */', detail, cnt);
 			END IF;
 		END IF;
@@ -731,5 +1206,116 @@ FROM (SELECT k, rn + max(ms * %5$s - rn) OVER (ORDER BY rn) AS slot
 END
 $migrate$;
 
-COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean) IS
+COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text) IS
 	'switch a serial or identity key (and the columns referencing it) to flake ids, optionally rekeying existing rows from a time column';
+
+------------------------------------------------------------------------
+-- flake_migrate_tables(): a set of tables in one call
+------------------------------------------------------------------------
+
+--
+-- Migrate the keys of several tables, in the caller's transaction: tables
+-- whose keys others reference (through foreign keys or also) first; a
+-- referencing column is changed by the migration of the key it
+-- references, once.  Each entry of
+-- also is 'table.column:key_table', or 'table.column' when the column is
+-- a candidate reference (see flake_migrate_candidates) of exactly one of
+-- the tables.
+--
+CREATE FUNCTION flake_migrate_tables(tbls regclass[], col name DEFAULT 'id',
+									 generator text DEFAULT 'flake_next',
+									 rekey_from name DEFAULT NULL,
+									 dry_run boolean DEFAULT false,
+									 also text[] DEFAULT NULL,
+									 undatable text DEFAULT NULL)
+	RETURNS TABLE(tbl regclass, step integer, action text, detail text)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ordered		regclass[];
+	assigned	text[];			-- by table, in the order of ordered: its also
+	item		text;
+	owners		regclass[];
+	i			integer;
+BEGIN
+	IF tbls IS NULL OR cardinality(tbls) = 0 THEN
+		RAISE EXCEPTION 'tbls must name at least one table'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	SELECT array_agg(u.t ORDER BY u.t::text) INTO ordered
+	FROM (SELECT DISTINCT x AS t FROM unnest(tbls) x) u;
+
+	-- each also entry goes to one table's migration
+	assigned := array_fill(NULL::text, ARRAY[cardinality(ordered)]);
+	FOREACH item IN ARRAY coalesce(also, '{}') LOOP
+		IF strpos(item, ':') > 0 THEN
+			-- table.column:key_table, the key's table as in tbls or by name
+			SELECT coalesce(array_agg(o.t), '{}') INTO owners
+			FROM unnest(ordered) o(t) JOIN pg_class c ON c.oid = o.t
+			WHERE substring(item FROM ':([^:]*)$') IN (o.t::text, c.relname::text);
+			item := substring(item FROM '^(.*):[^:]*$');
+		ELSE
+			SELECT coalesce(array_agg(o.t), '{}') INTO owners
+			FROM unnest(ordered) o(t)
+			CROSS JOIN LATERAL unnest(@extschema@.flake_migrate_also(o.t, col, 0::int2, ARRAY[item])) x
+			WHERE EXISTS (SELECT FROM @extschema@.flake_migrate_candidates(o.t, col, '{}') c
+						  WHERE c.relid = x.relid AND c.attnum = x.attnum);
+		END IF;
+		IF cardinality(owners) <> 1 THEN
+			RAISE EXCEPTION 'cannot tell which key "%" in also references', item
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = CASE WHEN cardinality(owners) = 0
+							   THEN 'It names none of the tables and is no candidate reference of any of them.'
+							   ELSE format('It could reference the keys of %s.', array_to_string(owners, ', ')) END,
+					  HINT = 'Write it as table.column:key_table, naming one of the tables being migrated.';
+		END IF;
+		i := array_position(ordered, owners[1]);
+		assigned[i] := concat_ws(E'\n', assigned[i], item);
+	END LOOP;
+
+	-- referenced tables first: a table's depth is one more than the
+	-- deepest table of the set it references, through a foreign key or a
+	-- column named in also
+	WITH RECURSIVE t(relid, items) AS (
+		SELECT x.t::oid, x.items FROM unnest(ordered, assigned) x(t, items)
+	), edges(child, parent) AS (
+		SELECT c.conrelid, c.confrelid
+		FROM pg_constraint c
+		WHERE c.contype = 'f' AND c.conrelid IN (SELECT t.relid FROM t) AND c.confrelid IN (SELECT t.relid FROM t)
+		UNION
+		SELECT a.relid, t.relid
+		FROM t CROSS JOIN LATERAL unnest(@extschema@.flake_migrate_also(t.relid, col, 0::int2,
+																	  string_to_array(t.items, E'\n'))) a
+		WHERE a.relid IN (SELECT t.relid FROM t)
+	), refs(relid, depth) AS (
+		SELECT t.relid, 0 FROM t
+		UNION ALL
+		SELECT e.child, r.depth + 1
+		FROM refs r JOIN edges e ON e.parent = r.relid AND e.child <> e.parent
+		WHERE r.depth < (SELECT count(*) FROM t)
+	)
+	SELECT array_agg(d.relid::regclass ORDER BY d.depth, d.relid::regclass::text),
+		   array_agg(t.items ORDER BY d.depth, d.relid::regclass::text)
+	INTO ordered, assigned
+	FROM (SELECT refs.relid, max(refs.depth) AS depth FROM refs GROUP BY refs.relid) d
+	JOIN t ON t.relid = d.relid;
+
+	FOR i IN 1 .. cardinality(ordered) LOOP
+		tbl := ordered[i];
+		FOR step, action, detail IN
+			SELECT m.step, m.action, m.detail
+			FROM @extschema@.flake_migrate(ordered[i], col, generator, rekey_from, dry_run,
+										   CASE WHEN also IS NOT NULL
+										   THEN coalesce(string_to_array(assigned[i], E'\n'), '{}') END,
+										   undatable) m
+		LOOP
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION flake_migrate_tables(regclass[], name, text, name, boolean, text[], text) IS
+	'flake_migrate() for a set of tables in one transaction, referenced tables first';
