@@ -60,9 +60,9 @@ SELECT generator, node = flake_node() AS my_node, pid = pg_backend_pid() AS my_p
        issued >= 100000 AS issued, last_issued <= clock_timestamp() + interval '1 s' AS last_issued
 FROM flake_leases WHERE pid = pg_backend_pid();
 
--- explicit nodes: anywhere in the node space, increasing per node
+-- explicit nodes: any node of flake.nodes, increasing per node
 CREATE TABLE explicit_ids AS
-SELECT n, n % 3 * 511 AS node, flake_next(n % 3 * 511) AS id FROM generate_series(1, 30000) n;
+SELECT n, n % 3 * 505 AS node, flake_next(n % 3 * 505) AS id FROM generate_series(1, 30000) n;
 SELECT node, count(*), count(*) FILTER (WHERE id <= prev) AS not_increasing,
        bool_and(flake_node(id) = node) AS right_node
 FROM (SELECT node, id, lag(id) OVER (PARTITION BY node ORDER BY n) AS prev FROM explicit_ids) s

@@ -39,12 +39,16 @@ SELECT count(*) FROM guarded;
 -- replicated rows: every family is refused when the id is one of ours
 SET session_replication_role = replica;
 INSERT INTO guarded (id, token, uid, note)
-	VALUES ((2::bigint << 22) | (1023 << 12) | 5, NULL, NULL, 'flake id from node 1023');
+	VALUES ((2::bigint << 22) | (1015 << 12) | 5, NULL, NULL, 'flake id from node 1015, the last of flake.nodes');
 INSERT INTO guarded (id, token, uid, note) VALUES (-5, 12345, NULL, 'randflake id');
 INSERT INTO guarded (id, token, uid, note)
 	VALUES (-6, NULL, ulidflake((1::bigint << 20) | 2), 'ulidflake sid 2');
 UPDATE guarded SET id = (3::bigint << 22) | (9 << 12);
--- ids that are not ours pass: another sid, NULL, a negative bigint (no flake id)
+-- ids that are not ours pass: a node outside flake.nodes, another sid, NULL,
+-- a negative bigint (no flake id)
+INSERT INTO guarded (id, token, uid, note)
+	VALUES ((2::bigint << 22) | (1020 << 12), NULL, NULL, 'flake id from node 1020, not ours')
+	RETURNING flake_node(id), note;
 INSERT INTO guarded (id, token, uid, note)
 	VALUES (-7, NULL, ulidflake((1::bigint << 20) | 4), 'ulidflake sid 4')
 	RETURNING id, token, uid, ulidflake_sid(uid), note;
