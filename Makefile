@@ -2,7 +2,9 @@
 #
 #   make demo   build, install and show flake on a throwaway cluster
 #   make test   build, install and run the whole suite
-#   make bench  benchmarks (test/bench)
+#   make matrix the suite on every PostgreSQL major, in Debian chroots
+#               (MAJORS="17 18" for some; see test/matrix)
+#   make bench  benchmarks (test/bench; MAJOR=18 in that major's chroot)
 
 EXTENSION = flake
 MODULE_big = flake
@@ -50,6 +52,9 @@ test:
 demo:
 	test/demo
 
+matrix:
+	test/matrix
+
 bench:
 	test/bench/run
 
@@ -63,7 +68,7 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: check-regress check-isolation check-tap check-unit test demo bench
+.PHONY: check-regress check-isolation check-tap check-unit test matrix demo bench
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake

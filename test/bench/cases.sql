@@ -56,6 +56,13 @@ SELECT bench.add_generator('gen_random_uuid()', scale => 0.2);
 SELECT bench.add_generator('ulidflake_next()', target => 1.5,
 						   versus => '{gen_random_uuid(), flake_next()}');
 
+-- PostgreSQL 18 and later have time-ordered UUIDs in core: uuidv7().
+SELECT current_setting('server_version_num')::int >= 180000 AS has_uuidv7 \gset
+\if :has_uuidv7
+SELECT bench.add_generator('uuidv7()', scale => 0.2,
+						   versus => '{gen_random_uuid(), flake_next()}');
+\endif
+
 -- Randflake ids: a counter and one Sparx-64/128 block encryption.  200000
 -- ids in well under a second use up a node's second, so runs include
 -- moving on to further nodes.

@@ -26,12 +26,18 @@ sub new
 	return $self;
 }
 
+# Write the setting to a new file and rename it over the old one, so that a
+# process never reads the file half-written: newer libfaketime exits the
+# process when it finds the file empty ("failed to parse FAKETIME
+# timestamp").
 sub set
 {
 	my ($self, $setting) = @_;
-	open my $fh, '>', $self->{file} or die "could not write $self->{file}: $!";
+	my $tmp = "$self->{file}.new";
+	open my $fh, '>', $tmp or die "could not write $tmp: $!";
 	print $fh "$setting\n";
-	close $fh;
+	close $fh or die "could not write $tmp: $!";
+	rename $tmp, $self->{file} or die "could not rename $tmp to $self->{file}: $!";
 }
 
 1;
