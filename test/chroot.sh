@@ -134,10 +134,13 @@ flake_chroot_ensure() {
 	echo "flake: $dir ready"
 }
 
-# Copy the tree at $1 into chroot $2 as /build/flake: the files git knows of
-# (tracked, or new and not ignored) in a git checkout, else all of them.
+# Copy the tree at $1 into the chroot of PostgreSQL $2 as /build/flake: the
+# files git knows of (tracked, or new and not ignored) in a git checkout,
+# else all of them, then make clean there, so that nothing built on the host
+# for another major is taken for up to date.
 flake_chroot_copy_tree() {
-	local top=$1 dir=$2
+	local top=$1 major=$2 dir
+	dir=$(flake_chroot_dir "$major")
 	flake_root rm -rf --one-file-system "$dir/build/flake"
 	flake_root mkdir -p "$dir/build/flake"
 	if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -146,5 +149,7 @@ flake_chroot_copy_tree() {
 			tar --null -T - -cf -)
 	else
 		tar -C "$top" -cf - .
-	fi | flake_root tar -C "$dir/build/flake" -xf -
+	fi | flake_root tar -C "$dir/build/flake" -xf - &&
+		flake_chroot_run "$dir" make -s -C /build/flake clean \
+			PG_CONFIG="/usr/lib/postgresql/$major/bin/pg_config" >/dev/null
 }
