@@ -77,16 +77,23 @@ flake_chroot_write() {
 	flake_root tee "$1/$2" >/dev/null
 }
 
-# Make the chroot for PostgreSQL $1, or reuse it: it is complete when its
-# marker file names the packages it was set up with.
+flake_chroot_packages() {
+	echo "make gcc libc6-dev libipc-run-perl libfaketime postgresql-$1 postgresql-server-dev-$1"
+}
+
+# Whether the chroot for PostgreSQL $1 is complete: its marker file names
+# the packages it was set up with.
+flake_chroot_ready() {
+	[ "$(cat "$(flake_chroot_dir "$1")/.flake-chroot" 2>/dev/null)" = "$(flake_chroot_packages "$1")" ]
+}
+
+# Make the chroot for PostgreSQL $1, or reuse it.
 flake_chroot_ensure() {
-	local major=$1 suite dir mirror script pkgs
+	local major=$1 suite dir mirror script pkgs log
 	suite=$(flake_chroot_suite "$major") || return 1
 	dir=$(flake_chroot_dir "$major")
-	pkgs="make gcc libc6-dev libipc-run-perl libfaketime postgresql-$major postgresql-server-dev-$major"
-	if [ "$(cat "$dir/.flake-chroot" 2>/dev/null)" = "$pkgs" ]; then
-		return 0
-	fi
+	pkgs=$(flake_chroot_packages "$major")
+	flake_chroot_ready "$major" && return 0
 	mirror=$(flake_chroot_mirror)
 	echo "flake: setting up $dir (Debian $suite, PostgreSQL $major) from $mirror"
 	flake_ensure_packages debootstrap
@@ -98,8 +105,10 @@ flake_chroot_ensure() {
 	# fits them all.
 	script=/usr/share/debootstrap/scripts/$suite
 	[ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
-	flake_root debootstrap --variant=minbase "$suite" "$dir" "$mirror" "$script" >"$FLAKE_MATRIX_DIR/$suite.debootstrap.log" 2>&1 ||
-		{ tail -30 "$FLAKE_MATRIX_DIR/$suite.debootstrap.log"; flake_chroot_umount "$dir"; flake_die "debootstrap $suite failed"; }
+	log=$(mktemp)
+	flake_root debootstrap --variant=minbase "$suite" "$dir" "$mirror" "$script" >"$log" 2>&1 ||
+		{ tail -30 "$log"; rm -f "$log"; flake_chroot_umount "$dir"; flake_die "debootstrap $suite failed"; }
+	rm -f "$log"
 	flake_chroot_umount "$dir"	# debootstrap's own mounts, if any are left
 
 	{
