@@ -6,7 +6,8 @@
 # (/var/cache/flake-matrix/<suite>); FLAKE_MIRROR, the Debian mirror (by
 # default the host's own).  Everything here needs root: as a normal user it
 # goes through sudo (flake_root).  Nothing in a chroot starts a service, and
-# proc and /dev/shm are mounted only while a command runs there.
+# proc and /dev/shm are mounted only while a command runs there.  One run at
+# a time per chroot: a run unmounts them when it ends.
 
 FLAKE_MATRIX_DIR=${FLAKE_MATRIX_DIR:-/var/cache/flake-matrix}
 
@@ -22,7 +23,9 @@ flake_chroot_suite() {
 }
 
 flake_chroot_dir() {
-	echo "$FLAKE_MATRIX_DIR/$(flake_chroot_suite "$1")"
+	local suite
+	suite=$(flake_chroot_suite "$1") || return 1
+	echo "$FLAKE_MATRIX_DIR/$suite"
 }
 
 # The host's Debian mirror, as its apt sources name it.
@@ -38,9 +41,11 @@ flake_chroot_mirror() {
 }
 
 # Mount proc and a tmpfs on /dev/shm (PostgreSQL's dynamic shared memory)
-# in chroot $1, unless mounted already.
+# in chroot $1, unless mounted already; /dev/fd (bash's process
+# substitution) points into proc.
 flake_chroot_mount() {
 	local dir=$1
+	[ -L "$dir/dev/fd" ] || [ -e "$dir/dev/fd" ] || flake_root ln -s /proc/self/fd "$dir/dev/fd"
 	mountpoint -q "$dir/proc" || flake_root mount -t proc proc "$dir/proc" || return 1
 	flake_root mkdir -p "$dir/dev/shm"
 	mountpoint -q "$dir/dev/shm" || flake_root mount -t tmpfs -o mode=1777,size=512m shm "$dir/dev/shm"
@@ -51,6 +56,7 @@ flake_chroot_mount() {
 flake_chroot_umount() {
 	local dir mnt
 	dir=$(readlink -f "$1" 2>/dev/null) || return 0
+	[ -n "$dir" ] && [ "$dir" != / ] || return 0
 	awk -v d="$dir/" 'index($2 "/", d) == 1 { print $2 }' /proc/self/mounts | sort -r |
 		while read -r mnt; do
 			flake_root umount "$mnt" 2>/dev/null || flake_root umount -l "$mnt"
