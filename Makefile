@@ -2,8 +2,10 @@
 #
 #   make demo   build, install and show flake on a throwaway cluster
 #   make test   build, install and run the whole suite
-#   make bench  benchmarks (test/bench)
+#   make bench  benchmarks (test/bench; MAJOR=18 in that major's chroot)
 #   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
+#   make matrix the suite on every PostgreSQL major, in Debian chroots
+#               (MAJORS="17 18" for some; see test/matrix)
 
 EXTENSION = flake
 MODULE_big = flake
@@ -55,6 +57,9 @@ test:
 demo:
 	test/demo
 
+matrix:
+	test/matrix
+
 bench:
 	test/bench/run
 
@@ -71,7 +76,7 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: check-regress check-isolation check-tap check-unit test demo bench bench-migrate
+.PHONY: check-regress check-isolation check-tap check-unit test matrix demo bench bench-migrate
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake

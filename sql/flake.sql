@@ -82,7 +82,10 @@ ALTER SYSTEM SET flake.nodes = '0-1024';
 ALTER SYSTEM SET flake.nodes = '5-3';
 ALTER SYSTEM SET flake.nodes = '3,8-';
 ALTER SYSTEM SET flake.nodes = 'all';
+-- (the range's wording changes with the major: only its SQLSTATE is shown)
+\set VERBOSITY sqlstate
 ALTER SYSTEM SET flake.max_borrow = -1;
+\set VERBOSITY default
 -- and good ones are taken
 ALTER SYSTEM SET flake.epoch = '2020-06-01T12:00:00.250Z';
 ALTER SYSTEM SET flake.epoch = '2020-06-01 14:00:00+02:00';

@@ -99,8 +99,11 @@ FROM flake_leases WHERE generator = 'randflake_next';
 CREATE ROLE randflake_reader;
 GRANT SELECT ON randflake_ids TO randflake_reader;
 SET ROLE randflake_reader;
+-- (insufficient_privilege; the wording changes with the major)
+\set VERBOSITY sqlstate
 SHOW flake.randflake_secret;
 SELECT current_setting('flake.randflake_secret');
+\set VERBOSITY default
 SELECT count(*) AS visible_in_pg_settings FROM pg_settings WHERE name = 'flake.randflake_secret';
 SELECT * FROM randflake_decode((SELECT id FROM randflake_ids LIMIT 1));
 SELECT randflake_sqlstate('SELECT randflake_next()') AS generate_as_plain_role;

@@ -21,7 +21,8 @@
 
 #include "randflake_text.h"
 
-static const char randflake_digits[32] = "0123456789abcdefghijklmnopqrstuv";
+/* the 32 digits, and room for the NUL that the string literal brings */
+static const char randflake_digits[32 + 1] = "0123456789abcdefghijklmnopqrstuv";
 
 /*
  * Value of the base-32 digit c, or -1.  Ranges rather than a table: the

@@ -14,7 +14,8 @@
  */
 #include "ulid_text.h"
 
-static const char ulid_alphabet[32] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+/* the 32 digits, and room for the NUL that the string literal brings */
+static const char ulid_alphabet[32 + 1] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /*
  * Digit value of each byte, or -1.  Bytes >= 0x80 are never digits, so

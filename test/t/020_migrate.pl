@@ -23,7 +23,8 @@ $node->safe_psql('postgres', q{
 	CREATE SCHEMA sales;
 	CREATE TABLE sales.lines (order_id int REFERENCES orders, line_no int, qty int,
 							  PRIMARY KEY (order_id, line_no));
-	CREATE TABLE notes (id serial PRIMARY KEY, order_id int NOT NULL, line_no int NOT NULL, body text,
+	CREATE TABLE notes (id serial PRIMARY KEY, order_id int CONSTRAINT notes_order_required NOT NULL,
+						line_no int NOT NULL, body text,
 						FOREIGN KEY (order_id, line_no) REFERENCES sales.lines);
 	INSERT INTO orders (created_at, customer)
 	SELECT CASE WHEN n % 20 = 0 THEN '2022-02-02 02:02:02.002+00'
@@ -36,6 +37,15 @@ $node->safe_psql('postgres', q{
 	SELECT o.id AS old_id, o.created_at, l.line_no, l.qty, n.id AS note_id
 	FROM orders o JOIN sales.lines l ON l.order_id = o.id LEFT JOIN notes n USING (order_id, line_no);
 });
+
+# Every constraint of the three tables by name and kind; from PostgreSQL 18
+# on, NOT NULL constraints are among them (kind n), with names of their own
+# that a migration must keep like any other.
+my $constraint_names = q{
+	SELECT string_agg(format('%s %s %s', conrelid::regclass, conname, contype), ', '
+					  ORDER BY conrelid::regclass::text, conname)
+	FROM pg_constraint WHERE conrelid IN ('orders'::regclass, 'sales.lines'::regclass, 'notes'::regclass)};
+my $names_before = $node->safe_psql('postgres', $constraint_names);
 
 my $plan = $node->safe_psql('postgres', q{
 	SELECT string_agg(action, ',' ORDER BY step)
@@ -82,13 +92,28 @@ is( $node->safe_psql('postgres', q{
 
 is( $node->safe_psql('postgres', q{
 		SELECT string_agg(conname || ':' || pg_get_constraintdef(oid), ' ' ORDER BY conname)
-		FROM pg_constraint WHERE conrelid IN ('orders'::regclass, 'sales.lines'::regclass, 'notes'::regclass)}),
+		FROM pg_constraint WHERE conrelid IN ('orders'::regclass, 'sales.lines'::regclass, 'notes'::regclass)
+		  AND contype <> 'n'}),
 	'lines_order_id_fkey:FOREIGN KEY (order_id) REFERENCES orders(id) '
 	  . 'lines_pkey:PRIMARY KEY (order_id, line_no) '
 	  . 'notes_order_id_line_no_fkey:FOREIGN KEY (order_id, line_no) REFERENCES sales.lines(order_id, line_no) '
 	  . 'notes_pkey:PRIMARY KEY (id) '
 	  . 'orders_pkey:PRIMARY KEY (id)',
-	'constraints keep their names');
+	'keys keep their names and now reference bigint columns');
+is($node->safe_psql('postgres', $constraint_names), $names_before, 'constraints keep their names');
+SKIP:
+{
+	skip 'NOT NULL constraints are catalogued from PostgreSQL 18 on', 1 if $node->pg_version < 18;
+	is( $node->safe_psql('postgres', q{
+			SELECT string_agg(conname || ':' || pg_get_constraintdef(oid), ' ' ORDER BY conname)
+			FROM pg_constraint WHERE contype = 'n'
+			  AND conrelid IN ('orders'::regclass, 'sales.lines'::regclass, 'notes'::regclass)}),
+		'lines_line_no_not_null:NOT NULL line_no lines_order_id_not_null:NOT NULL order_id '
+		  . 'notes_id_not_null:NOT NULL id notes_line_no_not_null:NOT NULL line_no '
+		  . 'notes_order_required:NOT NULL order_id orders_created_at_not_null:NOT NULL created_at '
+		  . 'orders_id_not_null:NOT NULL id',
+		'NOT NULL constraints keep their names, the named one too');
+}
 
 is( $node->safe_psql('postgres', q{
 		INSERT INTO orders (created_at, customer) VALUES (now(), 1);
