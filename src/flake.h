@@ -159,6 +159,34 @@ typedef enum FlakeHwm
 extern void flake_wal_register(void);
 extern void flake_hwm_extend(FlakeHwm which, int64 value);
 
+/* A family's mark in shared memory. */
+static inline pg_atomic_uint64 *
+flake_hwm_mark(FlakeHwm which)
+{
+	switch (which)
+	{
+		case FLAKE_HWM_SNOWFLAKE:
+			return &flake_shared->hwm.value.snowflake_ms;
+		case FLAKE_HWM_RANDFLAKE:
+			return &flake_shared->hwm.value.randflake_s;
+		case FLAKE_HWM_ULIDFLAKE:
+		default:
+			return &flake_shared->hwm.value.ulidflake_ms;
+	}
+}
+
+/*
+ * Make sure a family's persisted mark covers value (its time unit) before
+ * an id with that time is returned: on the hot path an atomic read, and
+ * once per chunk the lock, the file and WAL of flake_hwm_extend.
+ */
+static inline void
+flake_hwm_cover(FlakeHwm which, int64 value)
+{
+	if (unlikely(value > (int64) pg_atomic_read_u64(flake_hwm_mark(which))))
+		flake_hwm_extend(which, value);
+}
+
 /* settings.c */
 extern char *flake_epoch_string;
 extern int64 flake_epoch_unix_ms;

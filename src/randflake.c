@@ -450,9 +450,7 @@ reserve(RandflakeLease *lease, int64 now, int64 mono_ms)
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 					 errmsg("randflake_next() timestamp overflow"),
 					 errdetail("Randflake ids hold 30 bits of seconds since " RANDFLAKE_EPOCH_TEXT ", which ran out at " RANDFLAKE_END_TEXT ".")));
-		if (unlikely(RANDFLAKE_EPOCH_UNIX + second >
-					 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.randflake_s)))
-			flake_hwm_extend(FLAKE_HWM_RANDFLAKE, RANDFLAKE_EPOCH_UNIX + second);
+		flake_hwm_cover(FLAKE_HWM_RANDFLAKE, RANDFLAKE_EPOCH_UNIX + second);
 
 		/* on failure, seen is what another holder reserved meanwhile */
 		if (pg_atomic_compare_exchange_u64(&node->last, &seen, end))

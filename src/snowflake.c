@@ -179,9 +179,7 @@ snowflake_generate(int node_id)
 			continue;
 		}
 
-		if (unlikely(next_ts + flake_epoch_unix_ms >
-					 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.snowflake_ms)))
-			flake_hwm_extend(FLAKE_HWM_SNOWFLAKE, next_ts + flake_epoch_unix_ms);
+		flake_hwm_cover(FLAKE_HWM_SNOWFLAKE, next_ts + flake_epoch_unix_ms);
 
 		if (pg_atomic_compare_exchange_u64(&node->last, &last, next))
 			break;

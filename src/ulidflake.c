@@ -194,13 +194,8 @@ ulid_generate(int sid, const char *generator)
 	 * then it is only in shared memory, which a crash forgets.
 	 */
 	if (flake_shared != NULL)
-	{
-		int64		next_unix_ms = (int64) (next >> ULID_ENTROPY_BITS) + ULID_EPOCH_UNIX_MS;
-
-		if (unlikely(next_unix_ms >
-					 (int64) pg_atomic_read_u64(&flake_shared->hwm.value.ulidflake_ms)))
-			flake_hwm_extend(FLAKE_HWM_ULIDFLAKE, next_unix_ms);
-	}
+		flake_hwm_cover(FLAKE_HWM_ULIDFLAKE,
+						(int64) (next >> ULID_ENTROPY_BITS) + ULID_EPOCH_UNIX_MS);
 
 	return (int64) next;
 }
