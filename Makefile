@@ -50,6 +50,8 @@ check-isolation:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 check-tap:
 	$(prove_installcheck)
+check-structure: all
+	test/check-structure
 
 test:
 	test/run
@@ -76,11 +78,11 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: check-regress check-isolation check-tap check-unit test matrix demo bench bench-migrate
+.PHONY: check-regress check-isolation check-tap check-unit check-structure test matrix demo bench bench-migrate
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake
-test/unit/test_randflake.bin: test/unit/test_randflake.c src/sparx.c src/sparx.h
+test/unit/test_randflake.bin: test/unit/test_randflake.c src/sparx.c src/sparx.h src/randflake.h
 	$(CC) -Wall -Wextra -O2 -Isrc -o $@ test/unit/test_randflake.c src/sparx.c
 check-unit: $(UNIT_TESTS:=.bin)
 	@for t in $^; do ./$$t test/data || exit 1; done

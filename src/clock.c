@@ -25,7 +25,7 @@
 #define FLAKE_HAVE_TSC
 #endif
 
-#include "flake.h"
+#include "clock.h"
 
 static int64
 clock_read_ns(void)

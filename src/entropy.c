@@ -7,7 +7,7 @@
  */
 #include "postgres.h"
 
-#include "flake.h"
+#include "entropy.h"
 
 uint8		flake_random_buf[FLAKE_RANDOM_BUFSIZE];
 

@@ -11,7 +11,14 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "flake.h"
+#include "logfilter.h"
+#include "randflake.h"
+#include "settings.h"
+#include "shmem.h"
+#include "snowflake.h"
+#include "snowflake_settings.h"
+#include "ulidflake.h"
+#include "wal.h"
 
 PG_MODULE_MAGIC;
 
@@ -20,7 +27,13 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
-	flake_define_settings();
+	/* any invalid value stops here, before anything else is set up */
+	flake_settings_begin();
+	snowflake_define_settings();
+	randflake_define_settings();
+	flake_settings_end();
+	snowflake_check_settings();
+
 	flake_log_filter_init();
 
 	/*
@@ -34,6 +47,9 @@ _PG_init(void)
 	if (process_shared_preload_libraries_in_progress)
 	{
 		flake_shmem_init();
+		snowflake_add_shmem();
+		ulidflake_add_shmem();
+		randflake_add_shmem();
 		flake_wal_register();
 		MarkGUCPrefixReserved("flake");
 	}

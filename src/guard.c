@@ -34,12 +34,11 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "flake.h"
-#include "sparx.h"
-#include "ulid_text.h"
-
-/* the scalability id is the low 5 bits of a ulidflake (see ulidflake.c) */
-#define GUARD_SID_BITS 5
+#include "randflake.h"
+#include "settings.h"
+#include "snowflake_settings.h"
+#include "ulidflake.h"
+#include "ulidflake_text.h"
 
 typedef enum GuardFamily
 {
@@ -140,14 +139,14 @@ parse_argument(Oid guard_oid, Relation rel, const char *arg, GuardColumn *col)
 		check_type(rel, arg, col->attnum, ulidflake_type(guard_oid));
 		col->family = GUARD_ULIDFLAKE;
 		col->sids = family + 10;
-		problem = flake_nodes_problem(col->sids, GUARD_SID_BITS);
+		problem = flake_nodes_problem(col->sids, ULIDFLAKE_SID_BITS);
 		if (*col->sids == '\0' || problem != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("flake_guard() argument \"%s\": invalid sids \"%s\"", arg, col->sids),
 					 errdetail("Sids are numbers 0 to 31 and ranges of them, such as 0-3,7; here %s.",
 							   problem ? problem : "none is given")));
-		flake_nodes_foreach(col->sids, GUARD_SID_BITS, add_sids, &col->sid_mask);
+		flake_nodes_foreach(col->sids, ULIDFLAKE_SID_BITS, add_sids, &col->sid_mask);
 	}
 	else
 		ereport(ERROR,
@@ -232,14 +231,14 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 
 				if (id < 0)
 					return;		/* not a flake id: no node to compare */
-				node = (id >> flake_sequence_bits) & ((INT64CONST(1) << flake_node_bits) - 1);
-				if (node_in(flake_nodes_string, flake_node_bits, node))
+				node = (id >> snowflake_sequence_bits) & ((INT64CONST(1) << snowflake_node_bits) - 1);
+				if (node_in(snowflake_nodes_string, snowflake_node_bits, node))
 					ereport(ERROR,
 							(errcode(ERRCODE_CHECK_VIOLATION),
 							 errmsg("replicated flake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node " INT64_FORMAT ", one of this server's own nodes",
 									id, col->name, table, node),
 							 errdetail("The server it came from has node " INT64_FORMAT " in its flake.nodes, and so has this server's flake.nodes %s: their ranges overlap, so their ids can collide.",
-									   node, nodes_text(flake_nodes_string)),
+									   node, nodes_text(snowflake_nodes_string)),
 							 errhint("Give every server that writes this table a disjoint flake.nodes; flake_node(id) shows which node made an id.")));
 				break;
 			}
@@ -247,25 +246,24 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 			{
 				int32		node = randflake_node_of(id);
 
-				if (node_in(flake_randflake_nodes_string, RANDFLAKE_NODE_BITS, node))
+				if (node_in(randflake_nodes_string, RANDFLAKE_NODE_BITS, node))
 					ereport(ERROR,
 							(errcode(ERRCODE_CHECK_VIOLATION),
 							 errmsg("replicated randflake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node %d, one of this server's own nodes",
 									id, col->name, table, node),
 							 errdetail("The server it came from has node %d in its flake.randflake_nodes, and so has this server's flake.randflake_nodes %s: their ranges overlap, so their ids can collide.",
-									   node, nodes_text(flake_randflake_nodes_string)),
+									   node, nodes_text(randflake_nodes_string)),
 							 errhint("Give every server that writes this table a disjoint flake.randflake_nodes, and the same flake.randflake_secret.")));
 				break;
 			}
 		case GUARD_ULIDFLAKE:
 			{
-				int			sid = (int) (id & ((1 << GUARD_SID_BITS) - 1));
-				char		text[ULID_TEXT_LEN + 1];
+				int			sid = (int) (id & ((1 << ULIDFLAKE_SID_BITS) - 1));
+				char		text[ULIDFLAKE_TEXT_LEN + 1];
 
 				if ((col->sid_mask & ((uint32) 1 << sid)) == 0)
 					return;
-				ulid_encode((uint64) id, text);
-				text[ULID_TEXT_LEN] = '\0';
+				ulidflake_encode((uint64) id, text);
 				ereport(ERROR,
 						(errcode(ERRCODE_CHECK_VIOLATION),
 						 errmsg("replicated ulidflake id %s in column \"%s\" of table \"%s\" has sid %d, one of this server's own sids",

@@ -5,11 +5,19 @@
  *
  * Before an id with a timestamp beyond its family's high-water mark is
  * returned, the mark is moved a chunk further ahead, written to a small file
- * in the data directory and logged in WAL (wal.c), as sequences log ahead of
+ * in the data directory and logged in WAL, as sequences log ahead of
  * the values they hand out.  After a restart or crash, generation
  * resumes above the marks, so no id is reissued even when the clock has
  * been set back meanwhile.  One write per chunk keeps fsyncs off the hot
  * path.
+ *
+ * Each time a family's mark moves, flake.hwm is replaced and all three marks
+ * are logged in a WAL record of flake's own resource manager; the record is
+ * flushed before the generators see the new mark and hand out ids under it.
+ * (The file comes first, so that a full data directory fails the move
+ * before anything is logged.)  Replay (wal.c) raises the marks, in flake.hwm
+ * and in shared memory, wherever WAL is replayed: on a standby, in crash
+ * recovery, and when a base backup is restored with its WAL.
  *
  * The file is replaced, never written in place: a new version goes to a
  * temporary file that is renamed over the old one durably, so a full disk
@@ -22,10 +30,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
 
-#include "flake.h"
+#include "highwater.h"
 
 #define FLAKE_HWM_FILE		"flake.hwm"
 #define FLAKE_HWM_TEMP_FILE	"flake.hwm.tmp"
@@ -122,10 +132,10 @@ flake_hwm_read(FlakeMarks *marks)
  * Replace the file: write a temporary file, fsync it, rename it over the
  * old one and fsync the directory.  Until the rename the old file stands;
  * a temporary file left behind by a failure is removed at the next start.
- * The caller holds flake_shared->lock exclusively.
+ * The caller holds the marks' lock exclusively.
  */
-void
-flake_hwm_write(const FlakeMarks *marks)
+static void
+hwm_write(const FlakeMarks *marks)
 {
 	FlakeHwmFile data;
 	int			fd;
@@ -166,23 +176,104 @@ flake_hwm_write(const FlakeMarks *marks)
 	durable_rename(FLAKE_HWM_TEMP_FILE, FLAKE_HWM_FILE, ERROR);
 }
 
+/* Set up the shared state from the marks read at start. */
+void
+flake_hwm_init(FlakeMarkState *state, const FlakeMarks *marks)
+{
+	pg_atomic_init_u64(&state->snowflake_ms, (uint64) marks->snowflake_unix_ms);
+	pg_atomic_init_u64(&state->randflake_s, (uint64) marks->randflake_unix_s);
+	pg_atomic_init_u64(&state->ulidflake_ms, (uint64) marks->ulidflake_unix_ms);
+}
+
 /* The marks as shared memory has them. */
 void
-flake_hwm_current(FlakeMarks *marks)
+flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks)
 {
-	marks->snowflake_unix_ms = (int64) pg_atomic_read_u64(&flake_shared->hwm.value.snowflake_ms);
-	marks->randflake_unix_s = (int64) pg_atomic_read_u64(&flake_shared->hwm.value.randflake_s);
-	marks->ulidflake_unix_ms = (int64) pg_atomic_read_u64(&flake_shared->hwm.value.ulidflake_ms);
+	marks->snowflake_unix_ms = (int64) pg_atomic_read_u64(&state->snowflake_ms);
+	marks->randflake_unix_s = (int64) pg_atomic_read_u64(&state->randflake_s);
+	marks->ulidflake_unix_ms = (int64) pg_atomic_read_u64(&state->ulidflake_ms);
 }
 
 /*
  * Give the marks to the generators, once they are persisted.  The caller
- * holds flake_shared->lock exclusively.
+ * holds the marks' lock exclusively.
+ */
+static void
+hwm_publish(FlakeMarkState *state, const FlakeMarks *marks)
+{
+	pg_atomic_write_u64(&state->snowflake_ms, (uint64) marks->snowflake_unix_ms);
+	pg_atomic_write_u64(&state->randflake_s, (uint64) marks->randflake_unix_s);
+	pg_atomic_write_u64(&state->ulidflake_ms, (uint64) marks->ulidflake_unix_ms);
+}
+
+/*
+ * Make sure the persisted mark of a family covers value (its timestamp unit)
+ * before an id with that timestamp is returned: move it a chunk beyond
+ * value in the file and in WAL, then give it to the generators.
  */
 void
-flake_hwm_publish(const FlakeMarks *marks)
+flake_hwm_extend(FlakeMarkState *state, LWLock *lock, FlakeHwm which,
+				 int64 value)
 {
-	pg_atomic_write_u64(&flake_shared->hwm.value.snowflake_ms, (uint64) marks->snowflake_unix_ms);
-	pg_atomic_write_u64(&flake_shared->hwm.value.randflake_s, (uint64) marks->randflake_unix_s);
-	pg_atomic_write_u64(&flake_shared->hwm.value.ulidflake_ms, (uint64) marks->ulidflake_unix_ms);
+	FlakeMarks	marks;
+	int64	   *mark;
+	int64		chunk;
+
+	switch (which)
+	{
+		case FLAKE_HWM_SNOWFLAKE:
+			mark = &marks.snowflake_unix_ms;
+			chunk = FLAKE_HWM_CHUNK_MS;
+			break;
+		case FLAKE_HWM_RANDFLAKE:
+			mark = &marks.randflake_unix_s;
+			chunk = FLAKE_HWM_CHUNK_S;
+			break;
+		case FLAKE_HWM_ULIDFLAKE:
+		default:
+			mark = &marks.ulidflake_unix_ms;
+			chunk = FLAKE_HWM_CHUNK_MS;
+			break;
+	}
+
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	flake_hwm_current(state, &marks);
+	/* another backend may have moved it while we waited */
+	if (*mark < value)
+	{
+		XLogRecPtr	lsn;
+
+		*mark = value + chunk;
+		hwm_write(&marks);
+		XLogBeginInsert();
+		XLogRegisterData((char *) &marks, sizeof(marks));
+		lsn = XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_MARKS);
+		XLogFlush(lsn);
+		hwm_publish(state, &marks);
+	}
+	LWLockRelease(lock);
+}
+
+/*
+ * Raise the marks to those of a replayed WAL record, in the file and in
+ * shared memory.  Marks never go down: a record replayed again changes
+ * nothing.
+ */
+void
+flake_hwm_raise(FlakeMarkState *state, LWLock *lock, const FlakeMarks *logged)
+{
+	FlakeMarks	current;
+	FlakeMarks	next;
+
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	flake_hwm_current(state, &current);
+	next.snowflake_unix_ms = Max(current.snowflake_unix_ms, logged->snowflake_unix_ms);
+	next.randflake_unix_s = Max(current.randflake_unix_s, logged->randflake_unix_s);
+	next.ulidflake_unix_ms = Max(current.ulidflake_unix_ms, logged->ulidflake_unix_ms);
+	if (memcmp(&next, &current, sizeof(next)) != 0)
+	{
+		hwm_write(&next);
+		hwm_publish(state, &next);
+	}
+	LWLockRelease(lock);
 }

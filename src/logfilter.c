@@ -35,7 +35,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/elog.h"
 
-#include "flake.h"
+#include "logfilter.h"
 
 #define HIDDEN "<hidden by flake: it mentions a Randflake key>"
 

@@ -44,14 +44,21 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
+#include "clock.h"
 #include "compat.h"
-#include "flake.h"
+#include "highwater.h"
+#include "lease.h"
+#include "randflake.h"
 #include "randflake_text.h"
+#include "settings.h"
+#include "shmem.h"
 #include "sparx.h"
 
 #define RANDFLAKE_KEY_LEN		16
@@ -89,6 +96,15 @@ typedef struct RandflakeLease
 	uint64		unpublished;	/* ids not yet added to the node's count */
 } RandflakeLease;
 
+/* The nodes of flake.randflake_nodes, in shared memory. */
+typedef struct RandflakeShared
+{
+	int			nnodes;
+	FlakeNode	nodes[FLEXIBLE_ARRAY_MEMBER];
+} RandflakeShared;
+
+char	   *randflake_nodes_string = NULL;
+static RandflakeShared *randflake_shared = NULL;
 static char *randflake_secret_string = NULL;
 static const RandflakeSecret *randflake_secret = NULL;
 static uint64 secret_generation = 0;	/* counts assignments of the secret */
@@ -298,9 +314,29 @@ show_randflake_secret(void)
 	return hex;
 }
 
-void
-flake_define_randflake_secret(void)
+static bool
+check_randflake_nodes(char **newval, void **extra, GucSource source)
 {
+	return flake_check_node_list("flake.randflake_nodes", *newval,
+								 RANDFLAKE_NODE_BITS, "the randflake layout");
+}
+
+/*
+ * Define the settings, from _PG_init, between flake_settings_begin() and
+ * flake_settings_end().  Without preloading, the nodes setting (fixed at
+ * server start) is not defined: generating needs preloading anyway.
+ */
+void
+randflake_define_settings(void)
+{
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomStringVariable("flake.randflake_nodes",
+								   "Nodes this server may lease to randflake_next(), such as 0-1023.",
+								   "Servers that share a secret need disjoint sets.",
+								   &randflake_nodes_string,
+								   "0-131071",
+								   PGC_POSTMASTER, 0,
+								   check_randflake_nodes, NULL, NULL);
 	DefineCustomStringVariable("flake.randflake_secret",
 							   "Key of randflake_next() ids: 32 hexadecimal digits.",
 							   "Readable by superusers only. Whoever holds it can read the time and node of every id.",
@@ -325,6 +361,86 @@ server_key(void)
 						 "ALTER SYSTEM SET flake.randflake_secret = '<32 hex digits>';\n"
 						 "SELECT pg_reload_conf();")));
 	return &randflake_secret->schedule;
+}
+
+static Size
+shared_size(void)
+{
+	return add_size(offsetof(RandflakeShared, nodes),
+					mul_size(sizeof(FlakeNode),
+							 flake_nodes_count(randflake_nodes_string,
+											   RANDFLAKE_NODE_BITS)));
+}
+
+static void
+add_node(int64 lo, int64 hi, void *arg)
+{
+	for (int64 n = lo; n <= hi; n++)
+		flake_node_init(&randflake_shared->nodes[randflake_shared->nnodes++],
+						(int32) n);
+}
+
+/*
+ * Raise every node to the last sequence of the mark's second.  Nodes end
+ * exhausted at that second; having entered it long ago (second_started 0),
+ * they may move on to the next one at once.
+ */
+static void
+raise_nodes(const FlakeMarks *marks)
+{
+	int64		second = Max(marks->randflake_unix_s - RANDFLAKE_EPOCH_UNIX, 0);
+	uint64		floor = ((uint64) second << RANDFLAKE_SEQUENCE_BITS) |
+		RANDFLAKE_MAX_SEQUENCE;
+
+	for (int i = 0; i < randflake_shared->nnodes; i++)
+		flake_raise_last(&randflake_shared->nodes[i].last, floor);
+}
+
+static void
+shared_startup(void *part, bool fresh, const FlakeMarks *marks)
+{
+	randflake_shared = (RandflakeShared *) part;
+	if (!fresh)
+		return;
+	randflake_shared->nnodes = 0;
+	flake_nodes_foreach(randflake_nodes_string, RANDFLAKE_NODE_BITS,
+						add_node, NULL);
+	raise_nodes(marks);
+}
+
+static const FlakeShmemPart shared_part = {
+	.name = "flake randflake nodes",
+	.size = shared_size,
+	.startup = shared_startup,
+	.raise = raise_nodes,
+};
+
+/* From _PG_init, while shared_preload_libraries are loaded. */
+void
+randflake_add_shmem(void)
+{
+	flake_shmem_add_part(&shared_part);
+}
+
+static TimestampTz
+second_to_timestamptz(int64 second)
+{
+	return flake_unix_ms_to_timestamptz((RANDFLAKE_EPOCH_UNIX + second) * 1000);
+}
+
+/* The node space, for leasing and flake_leases; false if not preloaded. */
+bool
+randflake_node_space(FlakeNodeSpace *space)
+{
+	if (randflake_shared == NULL)
+		return false;
+	space->generator = "randflake_next";
+	space->first = randflake_shared->nodes;
+	space->stride = sizeof(FlakeNode);
+	space->count = randflake_shared->nnodes;
+	space->sequence_bits = RANDFLAKE_SEQUENCE_BITS;
+	space->to_timestamptz = second_to_timestamptz;
+	return true;
 }
 
 /* Add the ids issued on a node to its count in flake_leases. */
@@ -358,6 +474,7 @@ held_here(const FlakeNode *node)
 static void
 lease_node(void)
 {
+	FlakeNodeSpace space;
 	FlakeNode  *node;
 
 	/* room first, so that a failure here cannot strand a leased node */
@@ -379,8 +496,8 @@ lease_node(void)
 	 * A backend holds at most half of the nodes (and at least one), so there
 	 * is always a node it does not hold yet.
 	 */
-	node = flake_lease(flake_shared->randflake, sizeof(FlakeNode),
-					   flake_shared->nrandflake, held_here);
+	(void) randflake_node_space(&space);
+	node = flake_lease(&space, held_here);
 	Assert(node != NULL);
 	leases[nleases].node = node;
 	leases[nleases].last = 0;
@@ -450,7 +567,8 @@ reserve(RandflakeLease *lease, int64 now, int64 mono_ms)
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 					 errmsg("randflake_next() timestamp overflow"),
 					 errdetail("Randflake ids hold 30 bits of seconds since " RANDFLAKE_EPOCH_TEXT ", which ran out at " RANDFLAKE_END_TEXT ".")));
-		flake_hwm_cover(FLAKE_HWM_RANDFLAKE, RANDFLAKE_EPOCH_UNIX + second);
+		flake_hwm_cover(&flake_shared->marks.value, flake_shared->lock,
+						FLAKE_HWM_RANDFLAKE, RANDFLAKE_EPOCH_UNIX + second);
 
 		/* on failure, seen is what another holder reserved meanwhile */
 		if (pg_atomic_compare_exchange_u64(&node->last, &seen, end))
@@ -475,7 +593,7 @@ static uint64
 randflake_next_range(int64 now_ms, int64 now)
 {
 	int64		mono_ms = flake_clock_monotonic_ms();
-	int			max_held = Max(1, flake_shared->nrandflake / 2);
+	int			max_held = Max(1, randflake_shared->nnodes / 2);
 
 	if (now > high_second ||
 		(uint64) (now_ms - round_started_ms) >= RANDFLAKE_SECOND_MS)
@@ -588,7 +706,7 @@ decode_tuple(FunctionCallInfo fcinfo, const SparxKey *key, int64 id)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = TimestampTzGetDatum(flake_unix_ms_to_timestamptz((RANDFLAKE_EPOCH_UNIX + second) * 1000));
+	values[0] = TimestampTzGetDatum(second_to_timestamptz(second));
 	values[1] = Int32GetDatum((int32) ((raw >> RANDFLAKE_SEQUENCE_BITS) & RANDFLAKE_MAX_NODE));
 	values[2] = Int32GetDatum((int32) (raw & RANDFLAKE_MAX_SEQUENCE));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
@@ -596,8 +714,8 @@ decode_tuple(FunctionCallInfo fcinfo, const SparxKey *key, int64 id)
 }
 
 /* The node of an id, decrypted with the server's secret (for flake_guard). */
-int32
-randflake_node_of(int64 id)
+int32_t
+randflake_node_of(int64_t id)
 {
 	uint64		raw = randflake_decrypt(server_key(), (uint64) id);
 

@@ -31,7 +31,9 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
-#include "flake.h"
+#include "settings.h"
+#include "shmem.h"
+#include "snowflake_settings.h"
 
 #define FLAKE_REKEYS_FILE		"flake.rekeys"
 #define FLAKE_REKEYS_TEMP		"flake.rekeys.tmp"
@@ -201,7 +203,7 @@ flake_rekey_claim(PG_FUNCTION_ARGS)
 	uint32		count;
 
 	flake_require_shared();
-	if (!band && *flake_rekey_nodes_string == '\0')
+	if (!band && *snowflake_rekey_nodes_string == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake.rekey_nodes is empty"),
@@ -224,7 +226,7 @@ flake_rekey_claim(PG_FUNCTION_ARGS)
 	if (band)
 		choose_node(0, FLAKE_REKEY_BANDS - 1, &choice);
 	else
-		flake_nodes_foreach(flake_rekey_nodes_string, flake_node_bits,
+		flake_nodes_foreach(snowflake_rekey_nodes_string, snowflake_node_bits,
 							choose_node, &choice);
 	if (choice.node < 0 && band)
 		ereport(ERROR,
@@ -237,7 +239,7 @@ flake_rekey_claim(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("every node of flake.rekey_nodes has been used by rekeys of these times"),
 				 errdetail("flake.rekey_nodes is \"%s\"; each rekey takes a node for the milliseconds of its rows.",
-						   flake_rekey_nodes_string),
+						   snowflake_rekey_nodes_string),
 				 errhint("Reserve more nodes in flake.rekey_nodes, leaving them out of flake.nodes.")));
 
 	claims = claims ? repalloc(claims, sizeof(RekeyClaim) * (count + 1))

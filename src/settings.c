@@ -1,21 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * settings.c
- *	  The flake.* configuration settings and their validation.
- *
- * The Snowflake layout (epoch, node and sequence bits) and the nodes this
- * server may lease are fixed at server start: changing them under running
- * generators could reissue ids.  flake.max_borrow only bounds how far ids
- * run ahead of the clock, so it can change on reload.
+ *	  Defining and checking flake.* settings strictly.
  *
  * An invalid value of a custom setting would normally only draw a warning
  * and leave the default in place; flake refuses to start instead, since a
  * silently different layout or node set can produce colliding ids.  Values
  * that reach the check hooks are refused through flake_reject_setting();
  * integers that do not parse or are out of range never reach a hook, so
- * they are parsed before their setting is defined (strict_int).  Once
+ * they are parsed before their setting is defined (flake_strict_int).  Once
  * running, a reload with an invalid value is refused as PostgreSQL refuses
  * any other, and the old value stays.
+ *
+ * The settings themselves are defined by the families that use them
+ * (snowflake_settings.c, randflake.c); this file has what they share.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,24 +22,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "flake.h"
-#include "sparx.h"
-
-char	   *flake_epoch_string = NULL;
-int64		flake_epoch_unix_ms = INT64CONST(1420070400000);	/* 2015-01-01 */
-int			flake_node_bits = 10;
-int			flake_sequence_bits = 12;
-char	   *flake_nodes_string = NULL;
-char	   *flake_randflake_nodes_string = NULL;
-char	   *flake_rekey_nodes_string = NULL;
-int			flake_max_borrow_ms = 1000;
-
-/* Fewer timestamp bits than this would wrap within a few weeks. */
-#define FLAKE_MIN_TIMESTAMP_BITS 31
-
-#define MIN_SEQUENCE_BITS	1
-#define MAX_SEQUENCE_BITS	(63 - FLAKE_MIN_TIMESTAMP_BITS)
-#define MAX_BORROW_MS		(3600 * 1000)
+#include "settings.h"
 
 /* The first value rejected while the settings were being defined. */
 static bool defining_settings = false;
@@ -51,6 +32,16 @@ static bool rejected_value_hidden;
 static char rejected_detail[256];
 
 /*
+ * How to stop on an invalid value read at start: a FATAL error in the
+ * postmaster, an error in a backend that loads flake without preloading it.
+ */
+int
+flake_settings_elevel(void)
+{
+	return process_shared_preload_libraries_in_progress ? FATAL : ERROR;
+}
+
+/*
  * Stop on an invalid value read at start: a FATAL error in the postmaster,
  * an error in a backend that loads flake without preloading it.  value is
  * NULL for a setting whose value must not be shown.
@@ -58,7 +49,7 @@ static char rejected_detail[256];
 static void
 refuse(const char *name, const char *value, const char *detail)
 {
-	ereport(process_shared_preload_libraries_in_progress ? FATAL : ERROR,
+	ereport(flake_settings_elevel(),
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 value ? errmsg("invalid value for parameter \"%s\": \"%s\"", name, value) :
 			 errmsg("invalid value for parameter \"%s\"", name),
@@ -68,7 +59,7 @@ refuse(const char *name, const char *value, const char *detail)
 
 /*
  * Fail a check hook, and remember the first failure while the settings are
- * being defined so that flake_define_settings() can refuse to go on.  value
+ * being defined so that flake_settings_end() can refuse to go on.  value
  * is NULL for a setting whose value must not be shown.
  */
 bool
@@ -92,8 +83,8 @@ flake_reject_setting(const char *name, const char *value)
  * out of range is refused, where PostgreSQL would warn and use the default.
  * Returns false when the setting is not set.
  */
-static bool
-strict_int(const char *name, int min, int max, int flags, int *value)
+bool
+flake_strict_int(const char *name, int min, int max, int flags, int *value)
 {
 	const char *raw = GetConfigOption(name, true, false);
 	char		detail[160];
@@ -115,15 +106,15 @@ strict_int(const char *name, int min, int max, int flags, int *value)
 
 /*
  * Define an integer setting, after checking its value strictly: see
- * strict_int.
+ * flake_strict_int.
  */
-static void
-define_int(const char *name, const char *short_desc, const char *long_desc,
+void
+flake_define_int(const char *name, const char *short_desc, const char *long_desc,
 		   int *var, int boot, int min, int max, GucContext context, int flags)
 {
 	int			value;
 
-	(void) strict_int(name, min, max, flags, &value);
+	(void) flake_strict_int(name, min, max, flags, &value);
 	DefineCustomIntVariable(name, short_desc, long_desc, var, boot, min, max,
 							context, flags, NULL, NULL, NULL);
 }
@@ -228,36 +219,6 @@ flake_parse_epoch(const char *str, int64 *unix_ms)
 	return true;
 }
 
-static bool
-check_epoch(char **newval, void **extra, GucSource source)
-{
-	int64		unix_ms;
-
-	if (!flake_parse_epoch(*newval, &unix_ms))
-	{
-		GUC_check_errdetail("flake.epoch must be a UTC timestamp such as \"2015-01-01 00:00:00+00\".");
-		return flake_reject_setting("flake.epoch", *newval);
-	}
-	if (unix_ms < 0)
-	{
-		GUC_check_errdetail("flake.epoch must not be before 1970-01-01.");
-		return flake_reject_setting("flake.epoch", *newval);
-	}
-	/* ids before the epoch cannot be made: a future epoch is a mistake */
-	if (unix_ms > flake_clock_unix_ms())
-	{
-		GUC_check_errdetail("flake.epoch must not be later than the system clock.");
-		return flake_reject_setting("flake.epoch", *newval);
-	}
-	return true;
-}
-
-static void
-assign_epoch(const char *newval, void *extra)
-{
-	(void) flake_parse_epoch(newval, &flake_epoch_unix_ms);
-}
-
 /*
  * Parse a node list such as "0-511" or "3,8-15": comma-separated numbers
  * and inclusive ranges, each inside [0, limit), in increasing order without
@@ -318,8 +279,8 @@ parse_nodes(const char *str, int64 limit,
  * Check a node list against a node space of the given bits; space names
  * that space in the message.
  */
-static bool
-check_node_list(const char *name, const char *value, int bits, const char *space)
+bool
+flake_check_node_list(const char *name, const char *value, int bits, const char *space)
 {
 	const char *problem;
 
@@ -331,81 +292,6 @@ check_node_list(const char *name, const char *value, int bits, const char *space
 	GUC_check_errdetail("%s (%s allows nodes 0 to " INT64_FORMAT ").",
 						problem, space, (INT64CONST(1) << bits) - 1);
 	return flake_reject_setting(name, value);
-}
-
-static bool
-check_nodes(char **newval, void **extra, GucSource source)
-{
-	char		space[32];
-
-	snprintf(space, sizeof(space), "flake.node_bits = %d", flake_node_bits);
-	return check_node_list("flake.nodes", *newval, flake_node_bits, space);
-}
-
-static bool
-check_rekey_nodes(char **newval, void **extra, GucSource source)
-{
-	char		space[32];
-
-	snprintf(space, sizeof(space), "flake.node_bits = %d", flake_node_bits);
-	return check_node_list("flake.rekey_nodes", *newval, flake_node_bits, space);
-}
-
-static void
-mark_nodes(int64 lo, int64 hi, void *arg)
-{
-	for (int64 n = lo; n <= hi; n++)
-		((bool *) arg)[n] = true;
-}
-
-/* The first node of flake.rekey_nodes that flake.nodes also lists. */
-typedef struct NodeOverlap
-{
-	bool	   *leasable;		/* by node: in flake.nodes */
-	int64		first;			/* -1 while none is found */
-} NodeOverlap;
-
-static void
-find_overlap(int64 lo, int64 hi, void *arg)
-{
-	NodeOverlap *overlap = (NodeOverlap *) arg;
-
-	for (int64 n = lo; n <= hi && overlap->first < 0; n++)
-		if (overlap->leasable[n])
-			overlap->first = n;
-}
-
-/*
- * Rekeyed ids lie in the past, where live ids may exist on any node live
- * generation could lease: the nodes reserved for rekeys must be nodes it
- * never leases.
- */
-static void
-check_rekey_nodes_apart(void)
-{
-	NodeOverlap overlap;
-
-	if (flake_rekey_nodes_string == NULL || *flake_rekey_nodes_string == '\0')
-		return;
-	overlap.leasable = palloc0(sizeof(bool) << flake_node_bits);
-	overlap.first = -1;
-	flake_nodes_foreach(flake_nodes_string, flake_node_bits, mark_nodes, overlap.leasable);
-	flake_nodes_foreach(flake_rekey_nodes_string, flake_node_bits, find_overlap, &overlap);
-	pfree(overlap.leasable);
-	if (overlap.first >= 0)
-		ereport(process_shared_preload_libraries_in_progress ? FATAL : ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("node " INT64_FORMAT " is in both flake.nodes and flake.rekey_nodes",
-						overlap.first),
-				 errdetail("flake_next() leases the nodes of flake.nodes (every node when it is empty); the ids of rekeys need nodes it never uses."),
-				 errhint("Leave the nodes of flake.rekey_nodes out of flake.nodes, for example flake.nodes = '0-1015' and flake.rekey_nodes = '1016-1023'.")));
-}
-
-static bool
-check_randflake_nodes(char **newval, void **extra, GucSource source)
-{
-	return check_node_list("flake.randflake_nodes", *newval,
-						   RANDFLAKE_NODE_BITS, "the randflake layout");
 }
 
 static void
@@ -445,109 +331,22 @@ flake_nodes_foreach(const char *str, int bits,
 		(void) parse_nodes(str, INT64CONST(1) << bits, add, arg);
 }
 
-/*
- * Without preloading, the server-start settings cannot be defined (a backend
- * may not create PGC_POSTMASTER settings), but decoding still needs the
- * layout: take the values from postgresql.conf, checked the same way.
- */
-static void
-read_postmaster_settings(void)
+/* Start defining settings, from _PG_init: see flake_reject_setting. */
+void
+flake_settings_begin(void)
 {
-	const char *value;
-	char	   *copy;
-	int			bits;
-
-	if ((value = GetConfigOption("flake.epoch", true, false)) != NULL)
-	{
-		copy = pstrdup(value);
-		if (check_epoch(&copy, NULL, PGC_S_FILE))
-			assign_epoch(copy, NULL);
-		flake_epoch_string = copy;
-	}
-	else
-		flake_epoch_string = "2015-01-01 00:00:00+00";
-	if (strict_int("flake.node_bits", 0, FLAKE_MAX_NODE_BITS, 0, &bits))
-		flake_node_bits = bits;
-	if (strict_int("flake.sequence_bits", MIN_SEQUENCE_BITS, MAX_SEQUENCE_BITS, 0, &bits))
-		flake_sequence_bits = bits;
-	copy = pstrdup((value = GetConfigOption("flake.nodes", true, false)) ? value : "");
-	if (check_nodes(&copy, NULL, PGC_S_FILE))
-		flake_nodes_string = copy;
+	defining_settings = true;
 }
 
 /*
- * Define the settings, from _PG_init.  The layout settings come before
- * flake.nodes, whose check needs the node space.  Any invalid value is an
- * error here, which stops a server that preloads flake from starting.
+ * Done defining settings: refuse the first invalid value.  This stops a
+ * server that preloads flake from starting.
  */
 void
-flake_define_settings(void)
+flake_settings_end(void)
 {
-	defining_settings = true;
-	if (process_shared_preload_libraries_in_progress)
-	{
-		DefineCustomStringVariable("flake.epoch",
-								   "Start of flake_next() timestamps.",
-								   "A UTC timestamp; ids count milliseconds from it.",
-								   &flake_epoch_string,
-								   "2015-01-01 00:00:00+00",
-								   PGC_POSTMASTER, 0,
-								   check_epoch, assign_epoch, NULL);
-		define_int("flake.node_bits",
-				   "Bits of a flake_next() id that hold the node.",
-				   NULL,
-				   &flake_node_bits,
-				   10, 0, FLAKE_MAX_NODE_BITS,
-				   PGC_POSTMASTER, 0);
-		define_int("flake.sequence_bits",
-				   "Bits of a flake_next() id that hold the sequence within a millisecond.",
-				   NULL,
-				   &flake_sequence_bits,
-				   12, MIN_SEQUENCE_BITS, MAX_SEQUENCE_BITS,
-				   PGC_POSTMASTER, 0);
-		DefineCustomStringVariable("flake.nodes",
-								   "Nodes this server may lease to flake_next(), such as 0-511 or 3,8-15.",
-								   "Empty means the whole node space. Servers that share keys need disjoint sets.",
-								   &flake_nodes_string,
-								   "",
-								   PGC_POSTMASTER, 0,
-								   check_nodes, NULL, NULL);
-		DefineCustomStringVariable("flake.rekey_nodes",
-								   "Nodes reserved for the ids flake_migrate() gives existing rows, such as 1016-1023.",
-								   "flake.nodes must leave them out, here and on every server that shares keys. Empty: no rekeys with flake_next.",
-								   &flake_rekey_nodes_string,
-								   "",
-								   PGC_POSTMASTER, 0,
-								   check_rekey_nodes, NULL, NULL);
-		DefineCustomStringVariable("flake.randflake_nodes",
-								   "Nodes this server may lease to randflake_next(), such as 0-1023.",
-								   "Servers that share a secret need disjoint sets.",
-								   &flake_randflake_nodes_string,
-								   "0-131071",
-								   PGC_POSTMASTER, 0,
-								   check_randflake_nodes, NULL, NULL);
-	}
-	else
-		read_postmaster_settings();
-	flake_define_randflake_secret();
-	define_int("flake.max_borrow",
-			   "How far flake_next() ids may run ahead of the clock.",
-			   "When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
-			   &flake_max_borrow_ms,
-			   1000, 0, MAX_BORROW_MS,
-			   PGC_SIGHUP, GUC_UNIT_MS);
 	defining_settings = false;
-
 	if (rejected_name[0] != '\0')
 		refuse(rejected_name, rejected_value_hidden ? NULL : rejected_value,
 			   rejected_detail);
-	check_rekey_nodes_apart();
-	if (63 - flake_node_bits - flake_sequence_bits < FLAKE_MIN_TIMESTAMP_BITS)
-		ereport(process_shared_preload_libraries_in_progress ? FATAL : ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("flake.node_bits (%d) and flake.sequence_bits (%d) leave %d timestamp bits",
-						flake_node_bits, flake_sequence_bits,
-						63 - flake_node_bits - flake_sequence_bits),
-				 errdetail("A flake_next() id needs at least %d bits of timestamp (about 24 days of milliseconds); node and sequence bits may add up to at most %d.",
-						   FLAKE_MIN_TIMESTAMP_BITS, MAX_SEQUENCE_BITS)));
 }

@@ -22,10 +22,23 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "flake.h"
+#include "clock.h"
+#include "highwater.h"
+#include "lease.h"
+#include "settings.h"
+#include "shmem.h"
+#include "snowflake.h"
+#include "snowflake_settings.h"
+
+/*
+ * Every node of the node space, in shared memory (see snowflake_add_shmem),
+ * or NULL when flake is not preloaded.
+ */
+static FlakeNodePadded *nodes = NULL;
 
 /* This backend's leased node, or -1. */
 static int	leased_node = -1;
@@ -42,7 +55,7 @@ PG_FUNCTION_INFO_V1(flake_from_timestamp);
 static inline int
 timestamp_bits(void)
 {
-	return 63 - flake_node_bits - flake_sequence_bits;
+	return 63 - snowflake_node_bits - snowflake_sequence_bits;
 }
 
 /*
@@ -54,7 +67,7 @@ static bool
 ms_to_timestamptz(int64 ms, TimestampTz *result)
 {
 	/* ms < 2^63 less the epoch, which is not in the future: no overflow */
-	int64		unix_ms = flake_epoch_unix_ms + ms;
+	int64		unix_ms = snowflake_epoch_unix_ms + ms;
 
 	if (unix_ms >= END_TIMESTAMP / 1000 + FLAKE_PG_EPOCH_UNIX_MS)
 		return false;
@@ -68,7 +81,7 @@ layout_end_text(void)
 {
 	TimestampTz end;
 
-	if (!ms_to_timestamptz(flake_max_timestamp(), &end))
+	if (!ms_to_timestamptz(snowflake_max_timestamp(), &end))
 		end = END_TIMESTAMP - 1;
 	return pstrdup(timestamptz_to_str(end));
 }
@@ -80,15 +93,97 @@ timestamp_overflow(void)
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 			 errmsg("flake_next() timestamp overflow"),
 			 errdetail("With flake.node_bits = %d and flake.sequence_bits = %d, ids hold %d bits of milliseconds since flake.epoch, which ran out at %s.",
-					   flake_node_bits, flake_sequence_bits, timestamp_bits(),
+					   snowflake_node_bits, snowflake_sequence_bits, timestamp_bits(),
 					   layout_end_text())));
+}
+
+static Size
+nodes_size(void)
+{
+	return mul_size(sizeof(FlakeNodePadded), (Size) 1 << snowflake_node_bits);
+}
+
+static void
+mark_leasable(int64 lo, int64 hi, void *arg)
+{
+	for (int64 n = lo; n <= hi; n++)
+		nodes[n].node.id = (int32) n;
+}
+
+/*
+ * Raise every node (leasable or not, for flake_next(node)) to the last
+ * sequence of the mark's millisecond, so that its next id is above every
+ * id issued before.
+ */
+static void
+raise_nodes(const FlakeMarks *marks)
+{
+	/* a mark past the layout's end (another epoch?) must not wrap */
+	int64		ms = Min(marks->snowflake_unix_ms - snowflake_epoch_unix_ms,
+						 snowflake_max_timestamp() + 1);
+	uint64		floor;
+
+	if (ms < 0)
+		return;
+	floor = ((uint64) ms << snowflake_sequence_bits) |
+		(((uint64) 1 << snowflake_sequence_bits) - 1);
+	for (int i = 0; i < (1 << snowflake_node_bits); i++)
+		flake_raise_last(&nodes[i].node.last, floor);
+}
+
+static void
+nodes_startup(void *part, bool fresh, const FlakeMarks *marks)
+{
+	nodes = (FlakeNodePadded *) part;
+	if (!fresh)
+		return;
+	for (int i = 0; i < (1 << snowflake_node_bits); i++)
+		flake_node_init(&nodes[i].node, -1);
+	flake_nodes_foreach(snowflake_nodes_string, snowflake_node_bits,
+						mark_leasable, NULL);
+	raise_nodes(marks);
+}
+
+static const FlakeShmemPart nodes_part = {
+	.name = "flake snowflake nodes",
+	.size = nodes_size,
+	.startup = nodes_startup,
+	.raise = raise_nodes,
+};
+
+/* From _PG_init, while shared_preload_libraries are loaded. */
+void
+snowflake_add_shmem(void)
+{
+	flake_shmem_add_part(&nodes_part);
+}
+
+static TimestampTz
+last_to_timestamptz(int64 ms)
+{
+	return flake_unix_ms_to_timestamptz(snowflake_epoch_unix_ms + ms);
+}
+
+/* The node space, for leasing and flake_leases; false if not preloaded. */
+bool
+snowflake_node_space(FlakeNodeSpace *space)
+{
+	if (nodes == NULL)
+		return false;
+	space->generator = "flake_next";
+	space->first = &nodes[0].node;
+	space->stride = sizeof(FlakeNodePadded);
+	space->count = 1 << snowflake_node_bits;
+	space->sequence_bits = snowflake_sequence_bits;
+	space->to_timestamptz = last_to_timestamptz;
+	return true;
 }
 
 static void
 release_lease(int code, Datum arg)
 {
 	if (leased_node >= 0)
-		flake_release(&flake_shared->nodes[leased_node].node);
+		flake_release(&nodes[leased_node].node);
 	leased_node = -1;
 }
 
@@ -96,6 +191,7 @@ static void
 lease_node(void)
 {
 	static bool release_registered = false;
+	FlakeNodeSpace space;
 	FlakeNode  *node;
 
 	flake_refuse_in_recovery("flake_next()");
@@ -111,8 +207,8 @@ lease_node(void)
 	 * flake.nodes always has a node ('' is the whole node space), and held
 	 * nodes are shared, so a node is always found.
 	 */
-	node = flake_lease(&flake_shared->nodes[0].node, sizeof(FlakeNodePadded),
-					   flake_shared->nnodes, NULL);
+	(void) snowflake_node_space(&space);
+	node = flake_lease(&space, NULL);
 	Assert(node != NULL);
 	leased_node = node->id;
 }
@@ -131,23 +227,23 @@ lease_node(void)
 static int64
 snowflake_generate(int node_id)
 {
-	FlakeNode  *node = &flake_shared->nodes[node_id].node;
-	int			seq_bits = flake_sequence_bits;
-	int64		max_ts = flake_max_timestamp();
+	FlakeNode  *node = &nodes[node_id].node;
+	int			seq_bits = snowflake_sequence_bits;
+	int64		max_ts = snowflake_max_timestamp();
 	uint64		last = pg_atomic_read_u64(&node->last);
 	uint64		next;
 	int64		next_ts;
 
 	for (;;)
 	{
-		int64		now = flake_clock_unix_ms() - flake_epoch_unix_ms;
+		int64		now = flake_clock_unix_ms() - snowflake_epoch_unix_ms;
 		int64		ahead;
 
 		if (unlikely(now < 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the system clock is before flake.epoch (%s)",
-							flake_epoch_string)));
+							snowflake_epoch_string)));
 
 		/*
 		 * Past the layout's end, the shift below would wrap.  last + 1 does
@@ -161,16 +257,16 @@ snowflake_generate(int node_id)
 			timestamp_overflow();
 		ahead = next_ts - now;
 
-		if (unlikely(ahead > flake_max_borrow_ms &&
+		if (unlikely(ahead > snowflake_max_borrow_ms &&
 					 next_ts > (int64) (last >> seq_bits)))
 		{
-			if (ahead > flake_max_borrow_ms + FLAKE_HWM_CHUNK_MS)
+			if (ahead > snowflake_max_borrow_ms + FLAKE_HWM_CHUNK_MS)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("the system clock is " INT64_FORMAT " ms behind the last id of flake node %d",
 								ahead, node_id),
 						 errdetail("The clock went back (or the server restarted with an earlier clock). Ids continue from the last one issued, but at most flake.max_borrow (%d ms) ahead of the clock.",
-								   flake_max_borrow_ms),
+								   snowflake_max_borrow_ms),
 						 errhint("Check the server's time synchronization. Generation resumes when the clock catches up; a larger flake.max_borrow lets it continue sooner.")));
 			/* used up by load: wait for the clock */
 			pg_usleep(1000L);
@@ -179,13 +275,14 @@ snowflake_generate(int node_id)
 			continue;
 		}
 
-		flake_hwm_cover(FLAKE_HWM_SNOWFLAKE, next_ts + flake_epoch_unix_ms);
+		flake_hwm_cover(&flake_shared->marks.value, flake_shared->lock,
+						FLAKE_HWM_SNOWFLAKE, next_ts + snowflake_epoch_unix_ms);
 
 		if (pg_atomic_compare_exchange_u64(&node->last, &last, next))
 			break;
 	}
 
-	return (next_ts << (flake_node_bits + seq_bits)) |
+	return (next_ts << (snowflake_node_bits + seq_bits)) |
 		((int64) node_id << seq_bits) |
 		(int64) (next & (((uint64) 1 << seq_bits) - 1));
 }
@@ -206,7 +303,7 @@ flake_next(PG_FUNCTION_ARGS)
 	 * locked instruction, and a count taken while holders come and go may be
 	 * off by the ids issued meanwhile.
 	 */
-	node = &flake_shared->nodes[leased_node].node;
+	node = &nodes[leased_node].node;
 	if (pg_atomic_read_u32(&node->holders) == 1)
 		pg_atomic_write_u64(&node->issued, pg_atomic_read_u64(&node->issued) + 1);
 	else
@@ -219,12 +316,12 @@ flake_next_node(PG_FUNCTION_ARGS)
 {
 	int32		node = PG_GETARG_INT32(0);
 
-	if (node < 0 || node >= (1 << flake_node_bits))
+	if (node < 0 || node >= (1 << snowflake_node_bits))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("node %d is out of range for flake_next()", node),
 				 errhint("flake.node_bits = %d allows nodes 0 to %d.",
-						 flake_node_bits, (1 << flake_node_bits) - 1)));
+						 snowflake_node_bits, (1 << snowflake_node_bits) - 1)));
 	flake_require_shared();
 	flake_refuse_in_recovery("flake_next(node)");
 
@@ -232,12 +329,12 @@ flake_next_node(PG_FUNCTION_ARGS)
 	 * The other nodes of the node space may be another server's: ids made
 	 * on them here could be the ones it makes.
 	 */
-	if (flake_shared->nodes[node].node.id < 0)
+	if (nodes[node].node.id < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("node %d is not in flake.nodes", node),
 				 errdetail("This server generates on nodes \"%s\" only; other servers may generate on the others.",
-						   flake_nodes_string),
+						   snowflake_nodes_string),
 				 errhint("Pass a node of flake.nodes, or widen flake.nodes (restart) where no other server uses the node.")));
 	PG_RETURN_INT64(snowflake_generate(node));
 }
@@ -266,25 +363,25 @@ id_timestamp(int64 id)
 {
 	TimestampTz result;
 
-	if (!ms_to_timestamptz(id >> (flake_node_bits + flake_sequence_bits), &result))
+	if (!ms_to_timestamptz(id >> (snowflake_node_bits + snowflake_sequence_bits), &result))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp of flake id " INT64_FORMAT " is out of range", id),
 				 errdetail("With flake.node_bits = %d and flake.sequence_bits = %d, its timestamp lies beyond PostgreSQL's timestamps.",
-						   flake_node_bits, flake_sequence_bits)));
+						   snowflake_node_bits, snowflake_sequence_bits)));
 	return result;
 }
 
 static int32
 id_node(int64 id)
 {
-	return (int32) ((id >> flake_sequence_bits) & ((INT64CONST(1) << flake_node_bits) - 1));
+	return (int32) ((id >> snowflake_sequence_bits) & ((INT64CONST(1) << snowflake_node_bits) - 1));
 }
 
 static int32
 id_sequence(int64 id)
 {
-	return (int32) (id & ((INT64CONST(1) << flake_sequence_bits) - 1));
+	return (int32) (id & ((INT64CONST(1) << snowflake_sequence_bits) - 1));
 }
 
 Datum
@@ -330,19 +427,19 @@ Datum
 flake_from_timestamp(PG_FUNCTION_ARGS)
 {
 	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
-	int64		max_ts = flake_max_timestamp();
+	int64		max_ts = snowflake_max_timestamp();
 	int64		ms = 0;
 
 	if (!TIMESTAMP_NOT_FINITE(ts))
-		ms = ts / 1000 - (ts % 1000 < 0) + FLAKE_PG_EPOCH_UNIX_MS - flake_epoch_unix_ms;
+		ms = flake_timestamptz_to_unix_ms(ts) - snowflake_epoch_unix_ms;
 	if (TIMESTAMP_NOT_FINITE(ts) || ms < 0 || ms > max_ts)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp \"%s\" is out of range for flake ids",
 						pstrdup(timestamptz_to_str(ts))),
 				 errhint("flake ids cover %s to %s.",
-						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(flake_epoch_unix_ms))),
+						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(snowflake_epoch_unix_ms))),
 						 layout_end_text())));
 	/* checked against max_ts first: the shift cannot wrap */
-	PG_RETURN_INT64(ms << (flake_node_bits + flake_sequence_bits));
+	PG_RETURN_INT64(ms << (snowflake_node_bits + snowflake_sequence_bits));
 }

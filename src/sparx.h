@@ -32,17 +32,6 @@ typedef struct SparxKey
 	uint16_t	k[SPARX64_SUBKEYS][SPARX64_SUBKEY_WORDS];
 } SparxKey;
 
-/*
- * Randflake raw id layout: ((unix_s - epoch) << 34) | (node << 17) | seq,
- * computed in uint64 (gosuda/randflake v1.8.0).
- */
-#define RANDFLAKE_EPOCH_UNIX	INT64_C(1730000000)
-#define RANDFLAKE_TIME_BITS		30
-#define RANDFLAKE_NODE_BITS		17
-#define RANDFLAKE_SEQUENCE_BITS	17
-#define RANDFLAKE_MAX_NODE		((1 << RANDFLAKE_NODE_BITS) - 1)
-#define RANDFLAKE_MAX_SEQUENCE	((1 << RANDFLAKE_SEQUENCE_BITS) - 1)
-
 /* key words are big-endian: k[i] = key[2i] << 8 | key[2i + 1] */
 extern void sparx64_key_schedule(SparxKey *ks, const uint8_t key[16]);
 

@@ -5,8 +5,8 @@
  *
  * A ulidflake is a non-negative int64: 43 bits of milliseconds since
  * 2024-01-01T00:00:00Z, then 20 bits of entropy.  In the scalable form the
- * low 5 entropy bits carry a scalability id (sid), leaving 15 bits.
- * Comparison, hashing and storage reuse the int8 support functions; this
+ * low 5 entropy bits carry a scalability id (sid), leaving 15 bits
+ * (ulidflake.h).  Comparison, hashing and storage reuse the int8 support functions; this
  * file has what differs: text and binary input, the bigint cast, the
  * accessors and the generator.
  *
@@ -19,20 +19,31 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "clock.h"
 #include "compat.h"
-#include "flake.h"
-#include "ulid_text.h"
+#include "entropy.h"
+#include "highwater.h"
+#include "shmem.h"
+#include "ulidflake.h"
+#include "ulidflake_text.h"
 
-#define ULID_SID_BITS		5
-#define ULID_MAX_SID		((1 << ULID_SID_BITS) - 1)
-#define ULID_TIME_BITS		43
-#define ULID_END_TEXT		"2302-09-27 15:10:22.207+00 (43 bits of milliseconds)"
+#define ULIDFLAKE_END_TEXT		"2302-09-27 15:10:22.207+00 (43 bits of milliseconds)"
 
 /* No sid: the stand-alone form. */
-#define ULID_STANDALONE		(-1)
+#define ULIDFLAKE_STANDALONE		(-1)
 
-/* Last value issued by this backend, used when not preloaded. */
-static uint64 ulid_local_last = 0;
+/*
+ * The last value issued: server-wide in shared memory when preloaded (see
+ * ulidflake_add_shmem), else this backend's own.
+ */
+typedef union UlidflakeShared
+{
+	pg_atomic_uint64 last;
+	char		pad[PG_CACHE_LINE_SIZE];
+} UlidflakeShared;
+
+static UlidflakeShared *ulidflake_shared = NULL;
+static uint64 ulidflake_local_last = 0;
 
 PG_FUNCTION_INFO_V1(ulidflake_in);
 PG_FUNCTION_INFO_V1(ulidflake_out);
@@ -51,17 +62,17 @@ ulidflake_in(PG_FUNCTION_ARGS)
 	char	   *str = PG_GETARG_CSTRING(0);
 	uint64		value;
 
-	switch (ulid_parse(str, strlen(str), &value))
+	switch (ulidflake_parse(str, strlen(str), &value))
 	{
-		case ULID_PARSE_OK:
+		case ULIDFLAKE_PARSE_OK:
 			break;
-		case ULID_PARSE_OUT_OF_RANGE:
+		case ULIDFLAKE_PARSE_OUT_OF_RANGE:
 			flake_ereturn(fcinfo->context, (Datum) 0,
 						  (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 						   errmsg("value \"%s\" is out of range for type ulidflake",
 								  str),
 						   errhint("The first character of a ulidflake is 0 to 7.")));
-		case ULID_PARSE_MALFORMED:
+		case ULIDFLAKE_PARSE_MALFORMED:
 			flake_ereturn(fcinfo->context, (Datum) 0,
 						  (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 						   errmsg("invalid input syntax for type ulidflake: \"%s\"",
@@ -75,10 +86,9 @@ Datum
 ulidflake_out(PG_FUNCTION_ARGS)
 {
 	int64		value = PG_GETARG_INT64(0);
-	char	   *result = palloc(ULID_TEXT_LEN + 1);
+	char	   *result = palloc(ULIDFLAKE_TEXT_LEN + 1);
 
-	ulid_encode((uint64) value, result);
-	result[ULID_TEXT_LEN] = '\0';
+	ulidflake_encode((uint64) value, result);
 	PG_RETURN_CSTRING(result);
 }
 
@@ -112,8 +122,49 @@ ulidflake_from_bigint(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(value);
 }
 
+static Size
+shared_size(void)
+{
+	return sizeof(UlidflakeShared);
+}
+
+/* Raise the last value to the last entropy of the mark's millisecond. */
+static void
+raise_last(const FlakeMarks *marks)
+{
+	int64		ms = marks->ulidflake_unix_ms - ULIDFLAKE_EPOCH_UNIX_MS;
+
+	if (ms >= 0)
+		flake_raise_last(&ulidflake_shared->last,
+						 ((uint64) ms << ULIDFLAKE_ENTROPY_BITS) | ULIDFLAKE_MAX_ENTROPY);
+}
+
+static void
+shared_startup(void *part, bool fresh, const FlakeMarks *marks)
+{
+	ulidflake_shared = (UlidflakeShared *) part;
+	if (!fresh)
+		return;
+	pg_atomic_init_u64(&ulidflake_shared->last, 0);
+	raise_last(marks);
+}
+
+static const FlakeShmemPart shared_part = {
+	.name = "flake ulidflake",
+	.size = shared_size,
+	.startup = shared_startup,
+	.raise = raise_last,
+};
+
+/* From _PG_init, while shared_preload_libraries are loaded. */
+void
+ulidflake_add_shmem(void)
+{
+	flake_shmem_add_part(&shared_part);
+}
+
 /* 24 random bits, drawn only when a new millisecond starts. */
-#define ULID_FRESH_UNDRAWN	UINT32_MAX
+#define ULIDFLAKE_FRESH_UNDRAWN	UINT32_MAX
 
 /*
  * The value to issue after last, given the clock and a random step in
@@ -124,39 +175,39 @@ ulidflake_from_bigint(PG_FUNCTION_ARGS)
  * do.  The scalable form steps above its sid bits and then puts the sid in.
  */
 static inline uint64
-ulid_successor(uint64 last, int64 now_ms, int sid, uint8 step, uint32 *fresh)
+ulidflake_successor(uint64 last, int64 now_ms, int sid, uint8 step, uint32 *fresh)
 {
-	if (now_ms > (int64) (last >> ULID_ENTROPY_BITS))
+	if (now_ms > (int64) (last >> ULIDFLAKE_ENTROPY_BITS))
 	{
 		uint64		entropy;
 
-		if (*fresh == ULID_FRESH_UNDRAWN)
+		if (*fresh == ULIDFLAKE_FRESH_UNDRAWN)
 			*fresh = (uint32) flake_random_byte() << 16 |
 				(uint32) flake_random_byte() << 8 |
 				flake_random_byte();
-		entropy = *fresh & ULID_MAX_ENTROPY;
-		if (sid != ULID_STANDALONE)
-			entropy = (entropy & ~(uint64) ULID_MAX_SID) | (uint64) sid;
-		return ((uint64) now_ms << ULID_ENTROPY_BITS) | entropy;
+		entropy = *fresh & ULIDFLAKE_MAX_ENTROPY;
+		if (sid != ULIDFLAKE_STANDALONE)
+			entropy = (entropy & ~(uint64) ULIDFLAKE_MAX_SID) | (uint64) sid;
+		return ((uint64) now_ms << ULIDFLAKE_ENTROPY_BITS) | entropy;
 	}
-	if (sid == ULID_STANDALONE)
+	if (sid == ULIDFLAKE_STANDALONE)
 		return last + step;
-	return ((((last >> ULID_SID_BITS) + step) << ULID_SID_BITS) | (uint64) sid);
+	return ((((last >> ULIDFLAKE_SID_BITS) + step) << ULIDFLAKE_SID_BITS) | (uint64) sid);
 }
 
 static int64
-ulid_generate(int sid, const char *generator)
+ulidflake_generate(int sid, const char *generator)
 {
-	int64		now_ms = flake_clock_unix_ms() - ULID_EPOCH_UNIX_MS;
+	int64		now_ms = flake_clock_unix_ms() - ULIDFLAKE_EPOCH_UNIX_MS;
 	uint8		step;
-	uint32		fresh = ULID_FRESH_UNDRAWN;
+	uint32		fresh = ULIDFLAKE_FRESH_UNDRAWN;
 	uint64		next;
 
-	if (now_ms < 0 || now_ms >= (INT64CONST(1) << ULID_TIME_BITS))
+	if (now_ms < 0 || now_ms >= (INT64CONST(1) << ULIDFLAKE_TIME_BITS))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("the system clock is outside the ulidflake time range"),
-				 errdetail("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULID_END_TEXT ".")));
+				 errdetail("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULIDFLAKE_END_TEXT ".")));
 
 	flake_refuse_in_recovery(generator);
 
@@ -165,21 +216,20 @@ ulid_generate(int sid, const char *generator)
 		step = flake_random_byte();
 	while (step == 0);
 
-	if (flake_shared == NULL)
+	if (ulidflake_shared == NULL)
 	{
-		next = ulid_successor(ulid_local_last, now_ms, sid, step, &fresh);
+		next = ulidflake_successor(ulidflake_local_last, now_ms, sid, step, &fresh);
 		if ((int64) next >= 0)
-			ulid_local_last = next;
+			ulidflake_local_last = next;
 	}
 	else
 	{
-		uint64		last = pg_atomic_read_u64(&flake_shared->ulid_last.value);
+		uint64		last = pg_atomic_read_u64(&ulidflake_shared->last);
 
 		do
-			next = ulid_successor(last, now_ms, sid, step, &fresh);
+			next = ulidflake_successor(last, now_ms, sid, step, &fresh);
 		while ((int64) next >= 0 &&
-			   !pg_atomic_compare_exchange_u64(&flake_shared->ulid_last.value,
-											   &last, next));
+			   !pg_atomic_compare_exchange_u64(&ulidflake_shared->last, &last, next));
 	}
 
 	/* Only running out of 43 bits of time can make the value negative. */
@@ -187,15 +237,16 @@ ulid_generate(int sid, const char *generator)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("ulidflake timestamp overflow"),
-				 errdetail("ulidflake timestamps end at " ULID_END_TEXT ".")));
+				 errdetail("ulidflake timestamps end at " ULIDFLAKE_END_TEXT ".")));
 
 	/*
 	 * The value is not returned before the persisted mark covers it.  Until
 	 * then it is only in shared memory, which a crash forgets.
 	 */
-	if (flake_shared != NULL)
-		flake_hwm_cover(FLAKE_HWM_ULIDFLAKE,
-						(int64) (next >> ULID_ENTROPY_BITS) + ULID_EPOCH_UNIX_MS);
+	if (ulidflake_shared != NULL)
+		flake_hwm_cover(&flake_shared->marks.value, flake_shared->lock,
+						FLAKE_HWM_ULIDFLAKE,
+						(int64) (next >> ULIDFLAKE_ENTROPY_BITS) + ULIDFLAKE_EPOCH_UNIX_MS);
 
 	return (int64) next;
 }
@@ -203,7 +254,7 @@ ulid_generate(int sid, const char *generator)
 Datum
 ulidflake_next(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ulid_generate(ULID_STANDALONE, "ulidflake_next()"));
+	PG_RETURN_INT64(ulidflake_generate(ULIDFLAKE_STANDALONE, "ulidflake_next()"));
 }
 
 Datum
@@ -211,19 +262,19 @@ ulidflake_next_sid(PG_FUNCTION_ARGS)
 {
 	int32		sid = PG_GETARG_INT32(0);
 
-	if (sid < 0 || sid > ULID_MAX_SID)
+	if (sid < 0 || sid > ULIDFLAKE_MAX_SID)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("scalability id %d is out of range for ulidflake", sid),
-				 errhint("A scalability id is 0 to %d.", ULID_MAX_SID)));
-	PG_RETURN_INT64(ulid_generate(sid, "ulidflake_next(sid)"));
+				 errhint("A scalability id is 0 to %d.", ULIDFLAKE_MAX_SID)));
+	PG_RETURN_INT64(ulidflake_generate(sid, "ulidflake_next(sid)"));
 }
 
 Datum
 ulidflake_timestamp(PG_FUNCTION_ARGS)
 {
 	int64		value = PG_GETARG_INT64(0);
-	int64		unix_ms = (value >> ULID_ENTROPY_BITS) + ULID_EPOCH_UNIX_MS;
+	int64		unix_ms = (value >> ULIDFLAKE_ENTROPY_BITS) + ULIDFLAKE_EPOCH_UNIX_MS;
 
 	PG_RETURN_TIMESTAMPTZ(flake_unix_ms_to_timestamptz(unix_ms));
 }
@@ -233,7 +284,7 @@ ulidflake_entropy(PG_FUNCTION_ARGS)
 {
 	int64		value = PG_GETARG_INT64(0);
 
-	PG_RETURN_INT32((int32) (value & ULID_MAX_ENTROPY));
+	PG_RETURN_INT32((int32) (value & ULIDFLAKE_MAX_ENTROPY));
 }
 
 Datum
@@ -241,7 +292,7 @@ ulidflake_sid(PG_FUNCTION_ARGS)
 {
 	int64		value = PG_GETARG_INT64(0);
 
-	PG_RETURN_INT32((int32) (value & ULID_MAX_SID));
+	PG_RETURN_INT32((int32) (value & ULIDFLAKE_MAX_SID));
 }
 
 /*
@@ -256,16 +307,14 @@ ulidflake_from_timestamp(PG_FUNCTION_ARGS)
 
 	if (!TIMESTAMP_NOT_FINITE(ts))
 	{
-		/* floor division: times before 2000 are negative */
-		ms = ts / 1000 - (ts % 1000 < 0);
-		ms += FLAKE_PG_EPOCH_UNIX_MS - ULID_EPOCH_UNIX_MS;
+		ms = flake_timestamptz_to_unix_ms(ts) - ULIDFLAKE_EPOCH_UNIX_MS;
 	}
 	if (TIMESTAMP_NOT_FINITE(ts) ||
-		ms < 0 || ms >= (INT64CONST(1) << ULID_TIME_BITS))
+		ms < 0 || ms >= (INT64CONST(1) << ULIDFLAKE_TIME_BITS))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp \"%s\" is out of range for type ulidflake",
 						timestamptz_to_str(ts)),
-				 errhint("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULID_END_TEXT ".")));
-	PG_RETURN_INT64(ms << ULID_ENTROPY_BITS);
+				 errhint("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULIDFLAKE_END_TEXT ".")));
+	PG_RETURN_INT64(ms << ULIDFLAKE_ENTROPY_BITS);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "randflake.h"
 #include "sparx.h"
 
 static int	tests = 0;

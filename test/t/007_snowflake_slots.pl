@@ -8,7 +8,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('flake_slots');
+my $node = PostgreSQL::Test::Cluster->new('snowflake_slots');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'\nflake.nodes = '5-6'\n");
 $node->start;

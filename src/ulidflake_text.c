@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * ulid_text.c
+ * ulidflake_text.c
  *	  Crockford Base32 text form of ulidflake values.
  *
  * A value is written as 13 characters, five bits each, most significant
@@ -12,16 +12,16 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "ulid_text.h"
+#include "ulidflake_text.h"
 
 /* the 32 digits, and room for the NUL that the string literal brings */
-static const char ulid_alphabet[32 + 1] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+static const char ulidflake_digits[32 + 1] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /*
  * Digit value of each byte, or -1.  Bytes >= 0x80 are never digits, so
  * multibyte characters are rejected byte by byte.
  */
-static const int8_t ulid_digit[256] = {
+static const int8_t ulidflake_digit[256] = {
 	['0'] = 0 + 1,['1'] = 1 + 1,['2'] = 2 + 1,['3'] = 3 + 1,
 	['4'] = 4 + 1,['5'] = 5 + 1,['6'] = 6 + 1,['7'] = 7 + 1,
 	['8'] = 8 + 1,['9'] = 9 + 1,
@@ -39,44 +39,43 @@ static const int8_t ulid_digit[256] = {
 	['y'] = 30 + 1,['z'] = 31 + 1,
 };
 
-/*
- * Write the 13 characters of value to dst (no terminator).
- */
-void
-ulid_encode(uint64_t value, char *dst)
+size_t
+ulidflake_encode(uint64_t value, char *dst)
 {
-	for (int i = ULID_TEXT_LEN - 1; i >= 0; i--)
+	for (int i = ULIDFLAKE_TEXT_LEN - 1; i >= 0; i--)
 	{
-		dst[i] = ulid_alphabet[value & 31];
+		dst[i] = ulidflake_digits[value & 31];
 		value >>= 5;
 	}
+	dst[ULIDFLAKE_TEXT_LEN] = '\0';
+	return ULIDFLAKE_TEXT_LEN;
 }
 
 /*
  * Parse len bytes at src.  Table entries are digit + 1 so that the
  * zero-initialized rest of the table means "not a digit".
  */
-UlidParseStatus
-ulid_parse(const char *src, size_t len, uint64_t *value)
+UlidflakeParseStatus
+ulidflake_parse(const char *src, size_t len, uint64_t *value)
 {
 	uint64_t	result = 0;
 
-	if (len != ULID_TEXT_LEN)
-		return ULID_PARSE_MALFORMED;
+	if (len != ULIDFLAKE_TEXT_LEN)
+		return ULIDFLAKE_PARSE_MALFORMED;
 
-	for (size_t i = 0; i < ULID_TEXT_LEN; i++)
+	for (size_t i = 0; i < ULIDFLAKE_TEXT_LEN; i++)
 	{
-		int			digit = ulid_digit[(unsigned char) src[i]] - 1;
+		int			digit = ulidflake_digit[(unsigned char) src[i]] - 1;
 
 		if (digit < 0)
-			return ULID_PARSE_MALFORMED;
+			return ULIDFLAKE_PARSE_MALFORMED;
 		result = (result << 5) | (uint64_t) digit;
 	}
 
 	/* 13 digits hold 65 bits; the top two and the sign bit must be clear. */
-	if (ulid_digit[(unsigned char) src[0]] - 1 > 7)
-		return ULID_PARSE_OUT_OF_RANGE;
+	if (ulidflake_digit[(unsigned char) src[0]] - 1 > 7)
+		return ULIDFLAKE_PARSE_OUT_OF_RANGE;
 
 	*value = result;
-	return ULID_PARSE_OK;
+	return ULIDFLAKE_PARSE_OK;
 }

@@ -1,19 +1,19 @@
 /*
- * fuzz_ulid_text.c
- *	  libFuzzer harness for the ulidflake text codec (src/ulid_text.c).
+ * fuzz_ulidflake_text.c
+ *	  libFuzzer harness for the ulidflake text codec (src/ulidflake_text.c).
  *
  * Build and run (see test/fuzz/README.md):
  *
  *	clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
- *		test/fuzz/fuzz_ulid_text.c src/ulid_text.c -o /tmp/fz_ulid
+ *		test/fuzz/fuzz_ulidflake_text.c src/ulidflake_text.c -o /tmp/fz_ulid
  *	/tmp/fz_ulid -max_total_time=60
  *
  * Each input is used three ways:
  *
  * 1. Raw: the bytes, copied to a heap block of exactly their length (so
- *	  ASan reports any read past len), go to ulid_parse.  Its status and
+ *	  ASan reports any read past len), go to ulidflake_parse.  Its status and
  *	  value must match a slow reference parser written from the
- *	  specification; on ULID_PARSE_OK, ulid_encode of the value must give
+ *	  specification; on ULIDFLAKE_PARSE_OK, ulidflake_encode of the value must give
  *	  back the input in upper case, and on any other status the output
  *	  value must be left alone.
  * 2. Mapped: the first 13 bytes are mapped onto the alphabet (either case),
@@ -23,7 +23,7 @@
  * 3. Value: the first 8 bytes, as a little-endian uint64, are encoded into
  *	  an exact 13-byte block; the text must be 13 alphabet characters, and
  *	  parsing it must give the value back when it fits 63 bits, or
- *	  ULID_PARSE_OUT_OF_RANGE when the sign bit is set.
+ *	  ULIDFLAKE_PARSE_OUT_OF_RANGE when the sign bit is set.
  *
  * Any failed check aborts, which libFuzzer reports as a crash with the
  * input that caused it.
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ulid_text.h"
+#include "ulidflake_text.h"
 
 static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -42,7 +42,7 @@ static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 static void
 fail(const char *what, const char *text, size_t len)
 {
-	fprintf(stderr, "fuzz_ulid_text: %s; text (%zu bytes):", what, len);
+	fprintf(stderr, "fuzz_ulidflake_text: %s; text (%zu bytes):", what, len);
 	for (size_t i = 0; i < len; i++)
 		fprintf(stderr, " %02x", (unsigned char) text[i]);
 	fprintf(stderr, "\n");
@@ -69,22 +69,22 @@ reference_digit(char c)
 }
 
 /* The specification, done the slow way. */
-static UlidParseStatus
+static UlidflakeParseStatus
 reference_parse(const char *src, size_t len, uint64_t *value)
 {
 	uint64_t	result = 0;
 
-	if (len != ULID_TEXT_LEN)
-		return ULID_PARSE_MALFORMED;
+	if (len != ULIDFLAKE_TEXT_LEN)
+		return ULIDFLAKE_PARSE_MALFORMED;
 	for (size_t i = 0; i < len; i++)
 		if (reference_digit(src[i]) < 0)
-			return ULID_PARSE_MALFORMED;
+			return ULIDFLAKE_PARSE_MALFORMED;
 	if (reference_digit(src[0]) > 7)
-		return ULID_PARSE_OUT_OF_RANGE;
+		return ULIDFLAKE_PARSE_OUT_OF_RANGE;
 	for (size_t i = 0; i < len; i++)
 		result = result * 32 + (uint64_t) reference_digit(src[i]);
 	*value = result;
-	return ULID_PARSE_OK;
+	return ULIDFLAKE_PARSE_OK;
 }
 
 /* Parse text, compare with the reference, and check the round trip. */
@@ -94,28 +94,28 @@ check_text(const char *text, size_t len)
 	char	   *copy = malloc(len ? len : 1);
 	uint64_t	value = POISON;
 	uint64_t	expected = POISON;
-	UlidParseStatus status;
-	UlidParseStatus expected_status;
+	UlidflakeParseStatus status;
+	UlidflakeParseStatus expected_status;
 
 	if (copy == NULL)
 		abort();
 	memcpy(copy, text, len);
 
-	status = ulid_parse(copy, len, &value);
+	status = ulidflake_parse(copy, len, &value);
 	expected_status = reference_parse(copy, len, &expected);
 
-	if (status != ULID_PARSE_OK && status != ULID_PARSE_MALFORMED &&
-		status != ULID_PARSE_OUT_OF_RANGE)
-		fail("ulid_parse returned an unknown status", copy, len);
+	if (status != ULIDFLAKE_PARSE_OK && status != ULIDFLAKE_PARSE_MALFORMED &&
+		status != ULIDFLAKE_PARSE_OUT_OF_RANGE)
+		fail("ulidflake_parse returned an unknown status", copy, len);
 	if (status != expected_status)
-		fail(status == ULID_PARSE_OK ? "accepted text the reference rejects" :
-			 expected_status == ULID_PARSE_OK ? "rejected valid text" :
+		fail(status == ULIDFLAKE_PARSE_OK ? "accepted text the reference rejects" :
+			 expected_status == ULIDFLAKE_PARSE_OK ? "rejected valid text" :
 			 "wrong rejection status (malformed vs out of range)",
 			 copy, len);
 
-	if (status == ULID_PARSE_OK)
+	if (status == ULIDFLAKE_PARSE_OK)
 	{
-		char	   *encoded = malloc(ULID_TEXT_LEN);
+		char	   *encoded = malloc(ULIDFLAKE_TEXT_LEN + 1);
 
 		if (encoded == NULL)
 			abort();
@@ -123,14 +123,14 @@ check_text(const char *text, size_t len)
 			fail("parsed value differs from the reference", copy, len);
 		if (value > (uint64_t) INT64_MAX)
 			fail("parsed value does not fit 63 bits", copy, len);
-		ulid_encode(value, encoded);
-		for (size_t i = 0; i < ULID_TEXT_LEN; i++)
+		ulidflake_encode(value, encoded);
+		for (size_t i = 0; i < ULIDFLAKE_TEXT_LEN; i++)
 			if (encoded[i] != ascii_upper(copy[i]))
 				fail("encode(parse(x)) != upper(x)", copy, len);
 		free(encoded);
 	}
 	else if (value != POISON)
-		fail("ulid_parse wrote the value of rejected text", copy, len);
+		fail("ulidflake_parse wrote the value of rejected text", copy, len);
 
 	free(copy);
 }
@@ -139,44 +139,44 @@ check_text(const char *text, size_t len)
 static void
 check_value(uint64_t value)
 {
-	char	   *encoded = malloc(ULID_TEXT_LEN);
+	char	   *encoded = malloc(ULIDFLAKE_TEXT_LEN + 1);
 	uint64_t	back = POISON;
-	UlidParseStatus status;
+	UlidflakeParseStatus status;
 
 	if (encoded == NULL)
 		abort();
-	ulid_encode(value, encoded);
-	for (size_t i = 0; i < ULID_TEXT_LEN; i++)
+	ulidflake_encode(value, encoded);
+	for (size_t i = 0; i < ULIDFLAKE_TEXT_LEN; i++)
 		if (memchr(alphabet, encoded[i], 32) == NULL)
-			fail("ulid_encode wrote a character outside the alphabet",
-				 encoded, ULID_TEXT_LEN);
+			fail("ulidflake_encode wrote a character outside the alphabet",
+				 encoded, ULIDFLAKE_TEXT_LEN);
 
-	status = ulid_parse(encoded, ULID_TEXT_LEN, &back);
+	status = ulidflake_parse(encoded, ULIDFLAKE_TEXT_LEN, &back);
 	if (value <= (uint64_t) INT64_MAX)
 	{
 		if (encoded[0] > '7')
 			fail("first character above 7 for a 63-bit value",
-				 encoded, ULID_TEXT_LEN);
-		if (status != ULID_PARSE_OK || back != value)
-			fail("parse(encode(v)) != v", encoded, ULID_TEXT_LEN);
+				 encoded, ULIDFLAKE_TEXT_LEN);
+		if (status != ULIDFLAKE_PARSE_OK || back != value)
+			fail("parse(encode(v)) != v", encoded, ULIDFLAKE_TEXT_LEN);
 	}
-	else if (status != ULID_PARSE_OUT_OF_RANGE)
+	else if (status != ULIDFLAKE_PARSE_OUT_OF_RANGE)
 		fail("encode(v) with the sign bit set is not out of range",
-			 encoded, ULID_TEXT_LEN);
+			 encoded, ULIDFLAKE_TEXT_LEN);
 	free(encoded);
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char		mapped[ULID_TEXT_LEN];
+	char		mapped[ULIDFLAKE_TEXT_LEN];
 	uint64_t	value = 0;
 
 	/* 1. the raw bytes */
 	check_text((const char *) data, size);
 
 	/* 2. the bytes mapped onto well-formed text (missing bytes are 0) */
-	for (size_t i = 0; i < ULID_TEXT_LEN; i++)
+	for (size_t i = 0; i < ULIDFLAKE_TEXT_LEN; i++)
 	{
 		uint8_t		b = i < size ? data[i] : 0;
 		char		c = alphabet[b & 31];
@@ -185,7 +185,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			c = (char) (c - 'A' + 'a');
 		mapped[i] = c;
 	}
-	check_text(mapped, ULID_TEXT_LEN);
+	check_text(mapped, ULIDFLAKE_TEXT_LEN);
 
 	/* 3. the first 8 bytes as a value, and that value without its sign bit */
 	for (size_t i = 0; i < 8 && i < size; i++)

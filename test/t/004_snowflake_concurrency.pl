@@ -10,7 +10,7 @@ my $clients = 8;
 my $per_client = 250_000;
 my $batch = 1000;
 
-my $node = PostgreSQL::Test::Cluster->new('flake_concurrency');
+my $node = PostgreSQL::Test::Cluster->new('snowflake_concurrency');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'");
 $node->start;

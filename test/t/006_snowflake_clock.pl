@@ -11,7 +11,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 use FlakeClock;
 
-my $node = PostgreSQL::Test::Cluster->new('flake_clock');
+my $node = PostgreSQL::Test::Cluster->new('snowflake_clock');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'\nflake.max_borrow = '60s'\nrestart_after_crash = on\n");
 

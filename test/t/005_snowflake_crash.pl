@@ -8,7 +8,7 @@ use PostgreSQL::Test::Utils;
 use IPC::Run;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('flake_crash');
+my $node = PostgreSQL::Test::Cluster->new('snowflake_crash');
 $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'\nrestart_after_crash = on\n");
 $node->start;

@@ -1,0 +1,97 @@
+/*-------------------------------------------------------------------------
+ *
+ * highwater.h
+ *	  The high-water marks: no id with a later timestamp has been issued.
+ *
+ * Each family has one mark, persisted in flake.hwm and logged in WAL before
+ * generators may issue ids up to it.  The functions take the marks' shared
+ * state and the lock that serializes their moves as arguments; shmem.c owns
+ * both.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FLAKE_HIGHWATER_H
+#define FLAKE_HIGHWATER_H
+
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+/*
+ * How far ahead of issued timestamps the marks are persisted: one fsync per
+ * chunk under steady load, and after a restart ids may carry a timestamp up
+ * to a chunk ahead of the clock.
+ */
+#define FLAKE_HWM_CHUNK_MS 1000
+#define FLAKE_HWM_CHUNK_S 10
+
+/*
+ * flake's WAL resource manager, from the range for extensions (128-255).
+ * It must be entered on the PostgreSQL wiki page CustomWALResourceManagers
+ * before a release, so that no other extension takes it.  Its one record
+ * carries the three marks (FlakeMarks) after a move.
+ */
+#define FLAKE_RMGR_ID		211
+#define FLAKE_RMGR_NAME		"flake"
+#define XLOG_FLAKE_MARKS	0x00
+
+/* The marks of the three families: what flake.hwm and the WAL record hold. */
+typedef struct FlakeMarks
+{
+	int64		snowflake_unix_ms;	/* flake_next() */
+	int64		randflake_unix_s;	/* randflake_next() */
+	int64		ulidflake_unix_ms;	/* ulidflake_next(), both forms */
+} FlakeMarks;
+
+typedef enum FlakeHwm
+{
+	FLAKE_HWM_SNOWFLAKE,		/* flake_next(): Unix ms */
+	FLAKE_HWM_RANDFLAKE,		/* randflake_next(): Unix seconds */
+	FLAKE_HWM_ULIDFLAKE			/* ulidflake_next(): Unix ms */
+} FlakeHwm;
+
+/* The persisted marks in shared memory; only ids at or below them exist. */
+typedef struct FlakeMarkState
+{
+	pg_atomic_uint64 snowflake_ms;	/* Unix ms */
+	pg_atomic_uint64 randflake_s;	/* Unix seconds */
+	pg_atomic_uint64 ulidflake_ms;	/* Unix ms */
+} FlakeMarkState;
+
+extern void flake_hwm_read(FlakeMarks *marks);
+extern void flake_hwm_init(FlakeMarkState *state, const FlakeMarks *marks);
+extern void flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks);
+extern void flake_hwm_extend(FlakeMarkState *state, LWLock *lock,
+							 FlakeHwm which, int64 value);
+extern void flake_hwm_raise(FlakeMarkState *state, LWLock *lock,
+							const FlakeMarks *logged);
+
+/* A family's mark in the shared state. */
+static inline pg_atomic_uint64 *
+flake_hwm_mark(FlakeMarkState *state, FlakeHwm which)
+{
+	switch (which)
+	{
+		case FLAKE_HWM_SNOWFLAKE:
+			return &state->snowflake_ms;
+		case FLAKE_HWM_RANDFLAKE:
+			return &state->randflake_s;
+		case FLAKE_HWM_ULIDFLAKE:
+		default:
+			return &state->ulidflake_ms;
+	}
+}
+
+/*
+ * Make sure a family's persisted mark covers value (its time unit) before
+ * an id with that time is returned: on the hot path an atomic read, and
+ * once per chunk the lock, the file and WAL of flake_hwm_extend.
+ */
+static inline void
+flake_hwm_cover(FlakeMarkState *state, LWLock *lock, FlakeHwm which,
+				int64 value)
+{
+	if (unlikely(value > (int64) pg_atomic_read_u64(flake_hwm_mark(state, which))))
+		flake_hwm_extend(state, lock, which, value);
+}
+
+#endif							/* FLAKE_HIGHWATER_H */

@@ -1,0 +1,83 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.h
+ *	  Server-wide state in shared memory, and the parts families add to it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FLAKE_SHMEM_H
+#define FLAKE_SHMEM_H
+
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+#include "highwater.h"
+
+/*
+ * What every family shares, present only when the library is preloaded:
+ * the persisted marks, read on the hot path, on a cache line of their own,
+ * and the lock that serializes moving them and other rare writes.
+ */
+typedef struct FlakeSharedState
+{
+	union
+	{
+		FlakeMarkState value;
+		char		pad[PG_CACHE_LINE_SIZE];
+	}			marks;
+	LWLock	   *lock;
+
+	/*
+	 * Whether the families' state has been raised to the marks as they stood
+	 * when recovery ended (WAL replay may raise the marks after shared memory
+	 * was set up from flake.hwm).  Under the lock.
+	 */
+	bool		floors_final;
+} FlakeSharedState;
+
+/*
+ * A family's own part of shared memory.  The callbacks run in the
+ * postmaster (startup) and in the first backend to generate after recovery
+ * (raise), while no generator of the family runs.
+ */
+typedef struct FlakeShmemPart
+{
+	const char *name;
+	Size		(*size) (void);
+	/* attach to the part; when fresh, set it up just above the marks */
+	void		(*startup) (void *part, bool fresh, const FlakeMarks *marks);
+	/* raise the state just above marks that WAL replay moved */
+	void		(*raise) (const FlakeMarks *marks);
+} FlakeShmemPart;
+
+extern FlakeSharedState *flake_shared;
+extern bool flake_recovery_checked;
+extern void flake_shmem_init(void);
+extern void flake_shmem_add_part(const FlakeShmemPart *part);
+extern void flake_require_shared(void);
+extern void flake_check_recovery(const char *generator);
+
+/*
+ * Refuse to generate during recovery: a standby would issue its primary's
+ * ids.  A backend checks once after recovery has ended (a server does not
+ * go back into recovery without a restart), so after that this is a branch.
+ */
+static inline void
+flake_refuse_in_recovery(const char *generator)
+{
+	if (unlikely(!flake_recovery_checked))
+		flake_check_recovery(generator);
+}
+
+/*
+ * Raise a generator's last value to floor: only while no generator runs
+ * (see FlakeShmemPart).
+ */
+static inline void
+flake_raise_last(pg_atomic_uint64 *last, uint64 floor)
+{
+	if (pg_atomic_read_u64(last) < floor)
+		pg_atomic_write_u64(last, floor);
+}
+
+#endif							/* FLAKE_SHMEM_H */

@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * snowflake.h
+ *	  The Snowflake family (flake_next()): what snowflake.c offers the files
+ *	  above it.  Its layout is in snowflake_settings.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FLAKE_SNOWFLAKE_H
+#define FLAKE_SNOWFLAKE_H
+
+#include "lease.h"
+
+extern void snowflake_add_shmem(void);
+extern bool snowflake_node_space(FlakeNodeSpace *space);
+
+#endif							/* FLAKE_SNOWFLAKE_H */
