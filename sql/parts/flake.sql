@@ -8,12 +8,16 @@ CREATE TYPE ulidflake;
 
 CREATE FUNCTION ulidflake_in(cstring) RETURNS ulidflake
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_in(cstring) IS 'input of a ulidflake: 13 Crockford Base32 characters';
 CREATE FUNCTION ulidflake_out(ulidflake) RETURNS cstring
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_out(ulidflake) IS 'output of a ulidflake: 13 Crockford Base32 characters';
 CREATE FUNCTION ulidflake_recv(internal) RETURNS ulidflake
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_recv(internal) IS 'binary input of a ulidflake, as an int8; negative values are refused';
 CREATE FUNCTION ulidflake_send(ulidflake) RETURNS bytea
 	AS 'int8send' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_send(ulidflake) IS 'binary output of a ulidflake, as an int8';
 
 CREATE TYPE ulidflake (
 	INPUT = ulidflake_in,
@@ -32,56 +36,75 @@ COMMENT ON TYPE ulidflake IS 'Ulid-Flake id: 43-bit milliseconds since 2024 and 
 CREATE FUNCTION ulidflake(bigint) RETURNS ulidflake
 	AS 'MODULE_PATHNAME', 'ulidflake_from_bigint'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake(bigint) IS 'the ulidflake with the value of a non-negative bigint';
 CREATE CAST (bigint AS ulidflake) WITH FUNCTION ulidflake(bigint);
+COMMENT ON CAST (bigint AS ulidflake) IS 'explicit: the ulidflake with the value of a non-negative bigint';
 CREATE CAST (ulidflake AS bigint) WITHOUT FUNCTION;
+COMMENT ON CAST (ulidflake AS bigint) IS 'explicit: the value of a ulidflake as a bigint';
 
 -- comparison
 CREATE FUNCTION ulidflake_eq(ulidflake, ulidflake) RETURNS boolean
 	AS 'int8eq' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_eq(ulidflake, ulidflake) IS 'implementation of = operator';
 CREATE FUNCTION ulidflake_ne(ulidflake, ulidflake) RETURNS boolean
 	AS 'int8ne' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_ne(ulidflake, ulidflake) IS 'implementation of <> operator';
 CREATE FUNCTION ulidflake_lt(ulidflake, ulidflake) RETURNS boolean
 	AS 'int8lt' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_lt(ulidflake, ulidflake) IS 'implementation of < operator';
 CREATE FUNCTION ulidflake_le(ulidflake, ulidflake) RETURNS boolean
 	AS 'int8le' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_le(ulidflake, ulidflake) IS 'implementation of <= operator';
 CREATE FUNCTION ulidflake_gt(ulidflake, ulidflake) RETURNS boolean
 	AS 'int8gt' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_gt(ulidflake, ulidflake) IS 'implementation of > operator';
 CREATE FUNCTION ulidflake_ge(ulidflake, ulidflake) RETURNS boolean
 	AS 'int8ge' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_ge(ulidflake, ulidflake) IS 'implementation of >= operator';
 CREATE FUNCTION ulidflake_cmp(ulidflake, ulidflake) RETURNS integer
 	AS 'btint8cmp' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_cmp(ulidflake, ulidflake) IS 'B-tree comparison: less-equal-greater';
 CREATE FUNCTION ulidflake_sortsupport(internal) RETURNS void
 	AS 'btint8sortsupport' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_sortsupport(internal) IS 'B-tree sort support';
 CREATE FUNCTION ulidflake_hash(ulidflake) RETURNS integer
 	AS 'hashint8' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_hash(ulidflake) IS 'hash of a ulidflake';
 CREATE FUNCTION ulidflake_hash_extended(ulidflake, bigint) RETURNS bigint
 	AS 'hashint8extended' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+COMMENT ON FUNCTION ulidflake_hash_extended(ulidflake, bigint) IS 'hash of a ulidflake with a 64-bit seed';
 
 CREATE OPERATOR = (
 	LEFTARG = ulidflake, RIGHTARG = ulidflake, PROCEDURE = ulidflake_eq,
 	COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
 	HASHES, MERGES
 );
+COMMENT ON OPERATOR = (ulidflake, ulidflake) IS 'equal';
 CREATE OPERATOR <> (
 	LEFTARG = ulidflake, RIGHTARG = ulidflake, PROCEDURE = ulidflake_ne,
 	COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
 );
+COMMENT ON OPERATOR <> (ulidflake, ulidflake) IS 'not equal';
 CREATE OPERATOR < (
 	LEFTARG = ulidflake, RIGHTARG = ulidflake, PROCEDURE = ulidflake_lt,
 	COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
 );
+COMMENT ON OPERATOR < (ulidflake, ulidflake) IS 'less than';
 CREATE OPERATOR <= (
 	LEFTARG = ulidflake, RIGHTARG = ulidflake, PROCEDURE = ulidflake_le,
 	COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
 );
+COMMENT ON OPERATOR <= (ulidflake, ulidflake) IS 'less than or equal';
 CREATE OPERATOR > (
 	LEFTARG = ulidflake, RIGHTARG = ulidflake, PROCEDURE = ulidflake_gt,
 	COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
 );
+COMMENT ON OPERATOR > (ulidflake, ulidflake) IS 'greater than';
 CREATE OPERATOR >= (
 	LEFTARG = ulidflake, RIGHTARG = ulidflake, PROCEDURE = ulidflake_ge,
 	COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
 );
+COMMENT ON OPERATOR >= (ulidflake, ulidflake) IS 'greater than or equal';
 
 CREATE OPERATOR CLASS ulidflake_ops
 	DEFAULT FOR TYPE ulidflake USING btree AS
@@ -93,12 +116,16 @@ CREATE OPERATOR CLASS ulidflake_ops
 		FUNCTION 1 ulidflake_cmp(ulidflake, ulidflake),
 		FUNCTION 2 ulidflake_sortsupport(internal),
 		FUNCTION 4 btequalimage(oid);
+COMMENT ON OPERATOR CLASS ulidflake_ops USING btree IS 'default B-tree ordering of ulidflake, which is time order';
+COMMENT ON OPERATOR FAMILY ulidflake_ops USING btree IS 'B-tree ordering of ulidflake, which is time order';
 
 CREATE OPERATOR CLASS ulidflake_ops
 	DEFAULT FOR TYPE ulidflake USING hash AS
 		OPERATOR 1 =,
 		FUNCTION 1 ulidflake_hash(ulidflake),
 		FUNCTION 2 ulidflake_hash_extended(ulidflake, bigint);
+COMMENT ON OPERATOR CLASS ulidflake_ops USING hash IS 'default hash equality of ulidflake';
+COMMENT ON OPERATOR FAMILY ulidflake_ops USING hash IS 'hash equality of ulidflake';
 
 CREATE OPERATOR CLASS ulidflake_minmax_ops
 	DEFAULT FOR TYPE ulidflake USING brin AS
@@ -111,37 +138,49 @@ CREATE OPERATOR CLASS ulidflake_minmax_ops
 		FUNCTION 2 brin_minmax_add_value(internal, internal, internal, internal),
 		FUNCTION 3 brin_minmax_consistent(internal, internal, internal),
 		FUNCTION 4 brin_minmax_union(internal, internal, internal);
+COMMENT ON OPERATOR CLASS ulidflake_minmax_ops USING brin IS 'default BRIN minmax summaries of ulidflake, for tables filled in time order';
+COMMENT ON OPERATOR FAMILY ulidflake_minmax_ops USING brin IS 'BRIN minmax summaries of ulidflake';
 
 CREATE FUNCTION ulidflake_smaller(ulidflake, ulidflake) RETURNS ulidflake
 	AS 'int8smaller' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_smaller(ulidflake, ulidflake) IS 'smaller of two';
 CREATE FUNCTION ulidflake_larger(ulidflake, ulidflake) RETURNS ulidflake
 	AS 'int8larger' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_larger(ulidflake, ulidflake) IS 'larger of two';
 CREATE AGGREGATE min(ulidflake) (
 	SFUNC = ulidflake_smaller, STYPE = ulidflake,
 	COMBINEFUNC = ulidflake_smaller, SORTOP = <, PARALLEL = SAFE
 );
+COMMENT ON AGGREGATE min(ulidflake) IS 'minimum value of all ulidflake input values';
 CREATE AGGREGATE max(ulidflake) (
 	SFUNC = ulidflake_larger, STYPE = ulidflake,
 	COMBINEFUNC = ulidflake_larger, SORTOP = >, PARALLEL = SAFE
 );
+COMMENT ON AGGREGATE max(ulidflake) IS 'maximum value of all ulidflake input values';
 
 -- generators: strictly increasing on one server when preloaded
 CREATE FUNCTION ulidflake_next() RETURNS ulidflake
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ulidflake_next() IS 'next Ulid-Flake id, stand-alone form: 20 bits of entropy';
 CREATE FUNCTION ulidflake_next(sid integer) RETURNS ulidflake
 	AS 'MODULE_PATHNAME', 'ulidflake_next_sid'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ulidflake_next(integer) IS 'next Ulid-Flake id, scalable form: 15 bits of entropy, then the sid (0-31)';
 
 -- accessors
 CREATE FUNCTION flake_timestamp(ulidflake) RETURNS timestamptz
 	AS 'MODULE_PATHNAME', 'ulidflake_timestamp'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_timestamp(ulidflake) IS 'the millisecond a ulidflake was generated';
 CREATE FUNCTION ulidflake_entropy(ulidflake) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_entropy(ulidflake) IS 'the low 20 bits of a ulidflake: its entropy (and sid, in the scalable form)';
 CREATE FUNCTION ulidflake_sid(ulidflake) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_sid(ulidflake) IS 'the low 5 bits of a ulidflake: the sid of the scalable form';
 CREATE FUNCTION ulidflake_from_timestamp(timestamptz) RETURNS ulidflake
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_from_timestamp(timestamptz) IS 'the smallest ulidflake of a millisecond, for range predicates';
 
 ------------------------------------------------------------------------
 -- Snowflake ids: bigint, 0 | ms since flake.epoch | node | sequence
@@ -161,15 +200,20 @@ COMMENT ON FUNCTION flake_node() IS 'the node this backend leased, or NULL befor
 -- decoders read flake.epoch, flake.node_bits and flake.sequence_bits
 CREATE FUNCTION flake_timestamp(bigint) RETURNS timestamptz
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_timestamp(bigint) IS 'the millisecond of a Snowflake id';
 CREATE FUNCTION flake_node(bigint) RETURNS integer
 	AS 'MODULE_PATHNAME', 'flake_node_of' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_node(bigint) IS 'the node of a Snowflake id';
 CREATE FUNCTION flake_sequence(bigint) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_sequence(bigint) IS 'the sequence number of a Snowflake id within its millisecond and node';
 CREATE FUNCTION flake_decode(id bigint, OUT ts timestamptz, OUT node integer, OUT sequence integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_decode(bigint) IS 'time, node and sequence of a Snowflake id';
 CREATE FUNCTION flake_from_timestamp(timestamptz) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_from_timestamp(timestamptz) IS 'the smallest Snowflake id of a millisecond, for range predicates';
 
 ------------------------------------------------------------------------
 -- Randflake ids: bigint, Sparx-64/128 encryption of
@@ -210,9 +254,11 @@ COMMENT ON FUNCTION randflake_key_fingerprint(bytea) IS 'fingerprint of a 16-byt
 CREATE FUNCTION randflake_encode(bigint) RETURNS text
 	AS 'MODULE_PATHNAME', 'randflake_encode_sql'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION randflake_encode(bigint) IS 'text form of a Randflake id: base-32 digits 0-9a-v of its unsigned 64 bits';
 CREATE FUNCTION randflake_parse(text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'randflake_parse_sql'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION randflake_parse(text) IS 'the Randflake id of its text form, the inverse of randflake_encode()';
 
 ------------------------------------------------------------------------
 -- Operations
@@ -223,6 +269,7 @@ CREATE FUNCTION flake_lease_info(OUT generator text, OUT node integer, OUT pid i
 								 OUT issued bigint, OUT holders integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_lease_info() IS 'nodes held by backends: the rows of the flake_leases view';
 
 CREATE VIEW flake_leases AS
 	SELECT generator, node, pid, leased_at, last_issued, issued, holders FROM flake_lease_info();

@@ -45,6 +45,8 @@ AS $$
 	SELECT ROW('blocked', format('%s (SQLSTATE %s)', message, sqlstate) || coalesce('. ' || detail, ''),
 			   false, false)::@extschema@.flake_migrate_step
 $$;
+COMMENT ON FUNCTION flake_migrate_blocked(text, text, text) IS
+	'flake_migrate() helper: the step a dry run shows for an error that a real run would raise';
 
 --
 -- Check that the caller owns a table, and lock it unless this is a dry run.
@@ -76,6 +78,8 @@ BEGIN
 	RETURN ROW('lock', format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl), false, false)::@extschema@.flake_migrate_step;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_lock(regclass, text, boolean) IS
+	'flake_migrate() helper: check that the caller owns a table, and lock it unless this is a dry run';
 
 --
 -- The key column and where its values come from: its identity sequence, or
@@ -153,6 +157,8 @@ BEGIN
 	END IF;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_key(regclass, name) IS
+	'flake_migrate() helper: the key column, and the identity or sequences its values come from';
 
 --
 -- Whether a column can hold ids: an integer, or a numeric without
@@ -167,6 +173,8 @@ AS $$
 	SELECT typid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
 		OR (typid = 'numeric'::regtype AND (typmod = -1 OR ((typmod - 4) & 65535) = 0))
 $$;
+COMMENT ON FUNCTION flake_migrate_holds_ids(oid, integer) IS
+	'flake_migrate() helper: whether a column of this type and typmod can hold ids (an integer, or a numeric without fractions)';
 
 --
 -- The columns named in also => '{table.column, ...}' (an unqualified
@@ -231,6 +239,8 @@ BEGIN
 	RETURN result;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_also(regclass, name, smallint, text[]) IS
+	'flake_migrate() helper: the columns named in also, checked';
 
 --
 -- Columns that may hold the key's values by convention: integer-like
@@ -289,6 +299,8 @@ BEGIN
 	END LOOP;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_candidates(regclass, name, flake_migrate_column[]) IS
+	'flake_migrate() helper: columns that may hold the key''s values by convention, without a foreign key';
 
 --
 -- Rekeying's arguments and prerequisites; returns the mapping table's name.
@@ -363,6 +375,8 @@ BEGIN
 	RETURN map_rel;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_map_name(regclass, name, text, name) IS
+	'flake_migrate() helper: check a rekey''s arguments and prerequisites, and name its mapping table';
 
 --
 -- The columns that reference the key through foreign keys (also composite
@@ -431,6 +445,8 @@ BEGIN
 	END LOOP;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_closure(regclass, name, smallint, flake_migrate_column[], boolean, boolean, boolean) IS
+	'flake_migrate() helper: the columns that reference the key, transitively, and the tables to alter, locked';
 
 --
 -- Objects that would stop the migration: columns that cannot hold the new
@@ -585,6 +601,8 @@ BEGIN
 	RETURN found;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_blockers(regclass, name, flake_migrate_column[], oid[], boolean) IS
+	'flake_migrate() helper: objects that would stop the migration, as errors or as a dry run''s blocked steps';
 
 --
 -- The generator's ids against the data: the next id must sort above every
@@ -707,6 +725,8 @@ BEGIN
 	RETURN notes;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_probe(regclass, name, flake_migrate_column[], text, bigint, boolean) IS
+	'flake_migrate() helper: check the generator''s ids against the keys that stay, constraints and indexes';
 
 --
 -- The rekey mapping: a query of (old_id, new_id), new ids from each row's
@@ -854,6 +874,8 @@ FROM (%4$s) s, n$q$,
 	END IF;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_rekey_query(regclass, name, text, name, bigint, text) IS
+	'flake_migrate() helper: the query of old and new ids that fills a rekey''s mapping table';
 
 --
 -- Foreign keys into the columns that change are dropped and added back
@@ -905,6 +927,8 @@ BEGIN
 	END LOOP;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_foreign_keys(regclass, name, flake_migrate_column[]) IS
+	'flake_migrate() helper: the steps that drop the foreign keys into the changing columns and add them back';
 
 --
 -- Detach the key from its identity, or from its default and the sequences
@@ -956,6 +980,8 @@ BEGIN
 	RETURN steps;
 END
 $$;
+COMMENT ON FUNCTION flake_migrate_detach(regclass, name, smallint, oid, oid, oid[]) IS
+	'flake_migrate() helper: the steps that detach the key from its identity or its sequences';
 
 -- a node of flake.rekey_nodes for the milliseconds of a rekey, claimed
 -- durably for this server: not for everyone, since each call uses one up
