@@ -6,9 +6,9 @@
  * A ulidflake is a non-negative int64: 43 bits of milliseconds since
  * 2024-01-01T00:00:00Z, then 20 bits of entropy.  In the scalable form the
  * low 5 entropy bits carry a scalability id (sid), leaving 15 bits
- * (ulidflake.h).  Comparison, hashing and storage reuse the int8 support functions; this
- * file has what differs: text and binary input, the bigint cast, the
- * accessors and the generator.
+ * (ulidflake.h).  Comparison, hashing and storage reuse the int8 support
+ * functions; this file has what differs: text and binary input, the bigint
+ * cast, the accessors and the generator.
  *
  *-------------------------------------------------------------------------
  */
