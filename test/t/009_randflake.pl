@@ -7,6 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeTest;
 
 my $secret = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
 my $other = '0f1e2d3c4b5a69788796a5b4c3d2e1f0';
@@ -85,13 +88,7 @@ $node->command_ok(
 	"$clients clients x $per_client randflake_next() into one unique index");
 is( $node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM ids'),
 	join('|', $clients * $per_client, $clients * $per_client), 'every id stored and distinct');
-is( $node->safe_psql('postgres', q{
-		SELECT count(*) FROM (
-			SELECT (d.ts, d.sequence) <= (lag(d.ts) OVER w, lag(d.sequence) OVER w) AS back
-			FROM ids, randflake_decode(id) d
-			WINDOW w AS (PARTITION BY d.node ORDER BY n)) s
-		WHERE back}),
-	'0', 'ids of each node strictly increasing');
+is(randflake_backwards($node, 'ids'), '0', 'ids of each node strictly increasing');
 
 # more generating sessions than nodes: the third shares a node; once every
 # holder of a node has let go, it is leased again and its new holder

@@ -11,12 +11,10 @@ use POSIX qw(strftime);
 use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
+use FlakeTest;
 use FlakeClock;
 
-my $node = PostgreSQL::Test::Cluster->new('randflake_clock');
-$node->init;
-$node->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
-flake.randflake_secret = '000102030405060708090a0b0c0d0e0f'
+my $node = flake_cluster('randflake_clock', qq{flake.randflake_secret = '$flake_secret'
 restart_after_crash = on
 });
 
@@ -76,13 +74,7 @@ generate(20000);
 
 is($node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM ids'),
 	'390000|390000', 'no id repeated');
-is( $node->safe_psql('postgres', q{
-		SELECT count(*) FROM (
-			SELECT (d.ts, d.sequence) <= (lag(d.ts) OVER w, lag(d.sequence) OVER w) AS back
-			FROM ids, randflake_decode(id) d
-			WINDOW w AS (PARTITION BY d.node ORDER BY n)) s
-		WHERE back}),
-	'0', 'the ids of each node keep increasing through every step back');
+is(randflake_backwards($node, 'ids'), '0', 'the ids of each node keep increasing through every step back');
 is( $node->safe_psql('postgres', q{
 		SELECT string_agg(phase::text, ',' ORDER BY phase) FROM (
 			SELECT phase, min(d.ts) >= (SELECT max(e.ts) FROM ids, randflake_decode(id) e WHERE phase < 5) AS above

@@ -12,12 +12,10 @@ use POSIX qw(strftime);
 use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
+use FlakeTest;
 use FlakeClock;
 
-my $node = PostgreSQL::Test::Cluster->new('ulid_marks');
-$node->init;
-$node->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
-flake.randflake_secret = '000102030405060708090a0b0c0d0e0f'
+my $node = flake_cluster('ulid_marks', qq{flake.randflake_secret = '$flake_secret'
 flake.max_borrow = '60s'
 restart_after_crash = on
 });

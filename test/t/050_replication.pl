@@ -15,25 +15,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeTest;
 
 my $rows = 100_000;
-my $secret = '000102030405060708090a0b0c0d0e0f';
-
-sub server
-{
-	my ($name, $lo, $hi) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(allows_streaming => 'logical');
-	$node->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
-flake.nodes = '$lo-$hi'
-flake.randflake_nodes = '$lo-$hi'
-flake.randflake_secret = '$secret'
-});
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION flake');
-	return $node;
-}
-
 # the table, with this server's generators as defaults and a guard that
 # refuses replicated rows made on this server's own nodes or sid
 sub create_table
@@ -63,8 +49,8 @@ sub apply_errors
 }
 
 # --- fan-in
-my @origins = map { server("origin$_", ($_ - 1) * 100, $_ * 100 - 1) } 1 .. 3;
-my $hub = server('hub', 300, 399);
+my @origins = map { flake_server("origin$_", ($_ - 1) * 100 . '-' . ($_ * 100 - 1)) } 1 .. 3;
+my $hub = flake_server('hub', '300-399');
 create_table($hub, 0);
 foreach my $i (1 .. 3)
 {
@@ -101,8 +87,8 @@ SKIP:
 	skip 'bidirectional logical replication needs CREATE SUBSCRIPTION ... WITH (origin = none), PostgreSQL 16 or later', 3
 	  if $hub->pg_version < 16;
 
-	my $left = server('left', 0, 511);
-	my $right = server('right', 512, 1023);
+	my $left = flake_server('left', '0-511');
+	my $right = flake_server('right', '512-1023');
 	create_table($left, 1);
 	create_table($right, 2);
 	foreach my $pair ([ $left, $right, 'left_from_right' ], [ $right, $left, 'right_from_left' ])

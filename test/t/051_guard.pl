@@ -7,28 +7,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-my $secret = '000102030405060708090a0b0c0d0e0f';
-
-sub server
-{
-	my ($name, $nodes) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(allows_streaming => 'logical');
-	$node->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
-flake.nodes = '$nodes'
-flake.randflake_nodes = '$nodes'
-flake.randflake_secret = '$secret'
-});
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION flake');
-	return $node;
-}
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeTest;
 
 # the publisher leases its first nodes, 0 up; the subscriber's ranges and
 # sid overlap them
-my $publisher = server('publisher', '0-9');
-my $subscriber = server('subscriber', '0-3');
+my $publisher = flake_server('publisher', '0-9');
+my $subscriber = flake_server('subscriber', '0-3');
 my %tables = (
 	tf => [ 'bigint DEFAULT flake_next()', 'id' ],
 	tr => [ 'bigint DEFAULT randflake_next()', 'id:randflake' ],
