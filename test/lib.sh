@@ -47,13 +47,14 @@ flake_build_packages() {
 
 # Build and install the extension into PostgreSQL's directories: those of
 # $PG_CONFIG when set (another installation), else of Debian's $PG_MAJOR.
+# Arguments are make variables for both (FLAKE_ASSERT=1 ...: see Makefile).
 flake_build_install() {
 	local pg_config=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
-	make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" || flake_die "build failed"
+	make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" "$@" || flake_die "build failed"
 	if [ -w "$($pg_config --pkglibdir)" ] && [ -w "$($pg_config --sharedir)/extension" ]; then
-		make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" install
+		make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" "$@" install
 	else
-		flake_root make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" install
+		flake_root make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" "$@" install
 	fi || flake_die "install failed"
 	export PATH="$($pg_config --bindir):$PATH"
 }
