@@ -6,6 +6,8 @@
 #   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
 #   make matrix the suite on every PostgreSQL major, in Debian chroots
 #               (MAJORS="17 18" for some; see test/matrix)
+#   make indent lay out the C sources as PostgreSQL's pgindent does
+#               (make check-indent: fail where they are not; test/indent)
 
 EXTENSION = flake
 MODULE_big = flake
@@ -92,7 +94,7 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: check-regress check-isolation check-tap check-unit test matrix demo bench bench-migrate FORCE
+.PHONY: check-regress check-isolation check-tap check-unit check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake
@@ -100,3 +102,11 @@ test/unit/test_randflake.bin: test/unit/test_randflake.c src/sparx.c src/sparx.h
 	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -Isrc -o $@ test/unit/test_randflake.c src/sparx.c
 check-unit: $(UNIT_TESTS:=.bin)
 	@for t in $^; do ./$$t test/data || exit 1; done
+
+# pgindent's layout (Debian's pg_bsd_indent), with the typedefs read from
+# the debug information of the objects built here
+INDENT_FILES = $(sort $(wildcard src/*.c src/*.h test/unit/*.c test/fuzz/*.c))
+indent: $(OBJS)
+	test/indent $(OBJS) -- $(INDENT_FILES)
+check-indent: $(OBJS)
+	test/indent --check $(OBJS) -- $(INDENT_FILES)

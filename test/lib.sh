@@ -45,6 +45,13 @@ flake_build_packages() {
 	echo make gcc "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
 }
 
+# pg_bsd_indent 2.1.1, which make check-indent lays out the sources with,
+# where the Debian suite has it (bookworm; later suites have only the
+# newer one of PostgreSQL's server-dev packages, and the check skips).
+flake_indent_packages() {
+	apt-cache show pg-bsd-indent >/dev/null 2>&1 && echo pg-bsd-indent
+}
+
 # Build and install the extension into PostgreSQL's directories: those of
 # $PG_CONFIG when set (another installation), else of Debian's $PG_MAJOR.
 # Arguments are make variables for both (FLAKE_ASSERT=1 ...: see Makefile).
