@@ -19,7 +19,7 @@
 
 #include <time.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(FLAKE_PORTABLE)
 #include <cpuid.h>
 #include <x86intrin.h>
 #define FLAKE_HAVE_TSC

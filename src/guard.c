@@ -259,15 +259,15 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 		case GUARD_ULIDFLAKE:
 			{
 				int			sid = (int) (id & ((1 << ULIDFLAKE_SID_BITS) - 1));
-				char		text[ULIDFLAKE_TEXT_LEN + 1];
+				char		encoded[ULIDFLAKE_TEXT_LEN + 1];
 
 				if ((col->sid_mask & ((uint32) 1 << sid)) == 0)
 					return;
-				ulidflake_encode((uint64) id, text);
+				ulidflake_encode((uint64) id, encoded);
 				ereport(ERROR,
 						(errcode(ERRCODE_CHECK_VIOLATION),
 						 errmsg("replicated ulidflake id %s in column \"%s\" of table \"%s\" has sid %d, one of this server's own sids",
-								text, col->name, table, sid),
+								encoded, col->name, table, sid),
 						 errdetail("The server it came from generates with sid %d, and so does this server (sids \"%s\"): their values can collide.",
 								   sid, col->sids),
 						 errhint("Give every server that writes this table its own ulidflake_next(sid) sids.")));

@@ -45,13 +45,13 @@ static const char *const key_words[] = {
 	"randflake_secret", "randflake_decode", "randflake_key"
 };
 
-/* Does text mention a key word, in any case? */
+/* Does a message or statement mention a key word, in any case? */
 static bool
-mentions_key(const char *text)
+mentions_key(const char *message)
 {
-	if (text == NULL)
+	if (message == NULL)
 		return false;
-	for (const char *p = text; *p != '\0'; p++)
+	for (const char *p = message; *p != '\0'; p++)
 	{
 		if (*p != 'r' && *p != 'R')
 			continue;
@@ -63,16 +63,16 @@ mentions_key(const char *text)
 }
 
 /*
- * Is the piece of len bytes at piece a substring of text, in any case (an
- * error quotes identifiers folded to lower case)?
+ * Is the piece of len bytes at piece a substring of haystack, in any case
+ * (an error quotes identifiers folded to lower case)?
  */
 static bool
-occurs_in(const char *piece, size_t len, const char *text)
+occurs_in(const char *piece, size_t len, const char *haystack)
 {
-	if (text == NULL || len == 0)
+	if (haystack == NULL || len == 0)
 		return false;
-	for (; *text != '\0'; text++)
-		if (pg_strncasecmp(text, piece, len) == 0)
+	for (; *haystack != '\0'; haystack++)
+		if (pg_strncasecmp(haystack, piece, len) == 0)
 			return true;
 	return false;
 }

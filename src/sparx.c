@@ -22,7 +22,7 @@
  */
 #include "sparx.h"
 
-#ifdef __SSE2__
+#if defined(__SSE2__) && !defined(FLAKE_PORTABLE)
 #include <emmintrin.h>
 #endif
 
@@ -277,7 +277,7 @@ randflake_decrypt(const SparxKey *ks, uint64_t id)
 	return randflake_from_block(x);
 }
 
-#ifdef __SSE2__
+#if defined(__SSE2__) && !defined(FLAKE_PORTABLE)
 
 /*
  * The batch form: lane b of vector j holds word j of block b, so each

@@ -45,15 +45,23 @@ flake_build_packages() {
 	echo make gcc "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR"
 }
 
+# pg_bsd_indent 2.1.1, which make check-indent lays out the sources with,
+# where the Debian suite has it (bookworm; later suites have only the
+# newer one of PostgreSQL's server-dev packages, and the check skips).
+flake_indent_packages() {
+	apt-cache show pg-bsd-indent >/dev/null 2>&1 && echo pg-bsd-indent
+}
+
 # Build and install the extension into PostgreSQL's directories: those of
 # $PG_CONFIG when set (another installation), else of Debian's $PG_MAJOR.
+# Arguments are make variables for both (FLAKE_ASSERT=1 ...: see Makefile).
 flake_build_install() {
 	local pg_config=${PG_CONFIG:-/usr/lib/postgresql/$PG_MAJOR/bin/pg_config}
-	make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" || flake_die "build failed"
+	make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" "$@" || flake_die "build failed"
 	if [ -w "$($pg_config --pkglibdir)" ] && [ -w "$($pg_config --sharedir)/extension" ]; then
-		make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" install
+		make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" "$@" install
 	else
-		flake_root make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" install
+		flake_root make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" "$@" install
 	fi || flake_die "install failed"
 	export PATH="$($pg_config --bindir):$PATH"
 }
