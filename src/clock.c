@@ -44,7 +44,7 @@ clock_read_ns(void)
 #define MARGIN_NS			(50 * 1000)
 
 static int	tsc_usable = -1;	/* unknown until the first call */
-static uint64 tsc_deadline = 0;	/* counter value where cached_ms may end */
+static uint64 tsc_deadline = 0; /* counter value where cached_ms may end */
 static uint64 tsc_read = 0;		/* counter at the last real clock read */
 static int64 cached_ms = 0;
 

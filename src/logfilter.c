@@ -118,7 +118,7 @@ hide_key(ErrorData *edata, const char *query)
 		statement = strstr(edata->message, query);
 	if (statement != NULL)
 	{
-		/* statement logging: "statement: ...", "duration: ... execute ...: ..." */
+		/* statement logging: "statement: ...", "duration: ... execute" */
 		edata->message = psprintf("%.*s%s", (int) (statement - edata->message),
 								  edata->message, HIDDEN);
 		if (edata->detail != NULL)

@@ -389,8 +389,9 @@ static void
 raise_nodes(const FlakeMarks *marks)
 {
 	int64		second = Max(marks->randflake_unix_s - RANDFLAKE_EPOCH_UNIX, 0);
-	uint64		floor = ((uint64) second << RANDFLAKE_SEQUENCE_BITS) |
-		RANDFLAKE_MAX_SEQUENCE;
+	uint64		floor;
+
+	floor = ((uint64) second << RANDFLAKE_SEQUENCE_BITS) | RANDFLAKE_MAX_SEQUENCE;
 
 	for (int i = 0; i < randflake_shared->nnodes; i++)
 		flake_raise_last(&randflake_shared->nodes[i].last, floor);

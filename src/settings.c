@@ -110,7 +110,7 @@ flake_strict_int(const char *name, int min, int max, int flags, int *value)
  */
 void
 flake_define_int(const char *name, const char *short_desc, const char *long_desc,
-		   int *var, int boot, int min, int max, GucContext context, int flags)
+				 int *var, int boot, int min, int max, GucContext context, int flags)
 {
 	int			value;
 

@@ -326,8 +326,8 @@ flake_next_node(PG_FUNCTION_ARGS)
 	flake_refuse_in_recovery("flake_next(node)");
 
 	/*
-	 * The other nodes of the node space may be another server's: ids made
-	 * on them here could be the ones it makes.
+	 * The other nodes of the node space may be another server's: ids made on
+	 * them here could be the ones it makes.
 	 */
 	if (nodes[node].node.id < 0)
 		ereport(ERROR,

@@ -184,17 +184,17 @@ snowflake_define_settings(void)
 								   PGC_POSTMASTER, 0,
 								   check_epoch, assign_epoch, NULL);
 		flake_define_int("flake.node_bits",
-				   "Bits of a flake_next() id that hold the node.",
-				   NULL,
-				   &snowflake_node_bits,
-				   10, 0, SNOWFLAKE_MAX_NODE_BITS,
-				   PGC_POSTMASTER, 0);
+						 "Bits of a flake_next() id that hold the node.",
+						 NULL,
+						 &snowflake_node_bits,
+						 10, 0, SNOWFLAKE_MAX_NODE_BITS,
+						 PGC_POSTMASTER, 0);
 		flake_define_int("flake.sequence_bits",
-				   "Bits of a flake_next() id that hold the sequence within a millisecond.",
-				   NULL,
-				   &snowflake_sequence_bits,
-				   12, MIN_SEQUENCE_BITS, MAX_SEQUENCE_BITS,
-				   PGC_POSTMASTER, 0);
+						 "Bits of a flake_next() id that hold the sequence within a millisecond.",
+						 NULL,
+						 &snowflake_sequence_bits,
+						 12, MIN_SEQUENCE_BITS, MAX_SEQUENCE_BITS,
+						 PGC_POSTMASTER, 0);
 		DefineCustomStringVariable("flake.nodes",
 								   "Nodes this server may lease to flake_next(), such as 0-511 or 3,8-15.",
 								   "Empty means the whole node space. Servers that share keys need disjoint sets.",
@@ -213,11 +213,11 @@ snowflake_define_settings(void)
 	else
 		read_postmaster_settings();
 	flake_define_int("flake.max_borrow",
-			   "How far flake_next() ids may run ahead of the clock.",
-			   "When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
-			   &snowflake_max_borrow_ms,
-			   1000, 0, MAX_BORROW_MS,
-			   PGC_SIGHUP, GUC_UNIT_MS);
+					 "How far flake_next() ids may run ahead of the clock.",
+					 "When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
+					 &snowflake_max_borrow_ms,
+					 1000, 0, MAX_BORROW_MS,
+					 PGC_SIGHUP, GUC_UNIT_MS);
 }
 
 /*
@@ -237,4 +237,3 @@ snowflake_check_settings(void)
 				 errdetail("A flake_next() id needs at least %d bits of timestamp (about 24 days of milliseconds); node and sequence bits may add up to at most %d.",
 						   MIN_TIMESTAMP_BITS, MAX_SEQUENCE_BITS)));
 }
-

@@ -18,9 +18,9 @@
 typedef enum UlidflakeParseStatus
 {
 	ULIDFLAKE_PARSE_OK,
-	ULIDFLAKE_PARSE_MALFORMED,		/* wrong length or a character not in the
+	ULIDFLAKE_PARSE_MALFORMED,	/* wrong length or a character not in the
 								 * alphabet */
-	ULIDFLAKE_PARSE_OUT_OF_RANGE		/* well formed, but above 2^63 - 1 */
+	ULIDFLAKE_PARSE_OUT_OF_RANGE	/* well formed, but above 2^63 - 1 */
 } UlidflakeParseStatus;
 
 /*
@@ -34,6 +34,6 @@ extern size_t ulidflake_encode(uint64_t value, char *dst);
  * *value is written only on ULIDFLAKE_PARSE_OK.
  */
 extern UlidflakeParseStatus ulidflake_parse(const char *src, size_t len,
-											 uint64_t *value);
+											uint64_t *value);
 
 #endif							/* ULIDFLAKE_TEXT_H */

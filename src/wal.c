@@ -74,4 +74,3 @@ flake_wal_register(void)
 {
 	RegisterCustomRmgr(FLAKE_RMGR_ID, &flake_rmgr);
 }
-
