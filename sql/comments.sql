@@ -2,7 +2,9 @@
 -- Every object of the extension says what it is, for psql's \df+, \dv+,
 -- \dT+, \do+ and \dC+: a member (pg_depend deptype 'e') without a comment
 -- is listed here.  test/t/030_upgrade.pl checks that an install updated from
--- 1.0 has the same comments.
+-- 1.0 has the same comments.  Array types and the row type of the view,
+-- which PostgreSQL 17 and later record as members too, are made by
+-- PostgreSQL along with their object and are described by it.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS flake;
@@ -14,6 +16,11 @@ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
   AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'flake')
   AND NOT EXISTS (SELECT FROM pg_description c
 				  WHERE c.classoid = d.classid AND c.objoid = d.objid AND c.objsubid = 0)
+  AND NOT EXISTS (SELECT FROM pg_type t
+				  WHERE d.classid = 'pg_type'::regclass AND t.oid = d.objid
+					AND (EXISTS (SELECT FROM pg_type e WHERE e.typarray = t.oid)
+						 OR EXISTS (SELECT FROM pg_class r
+									WHERE r.oid = t.typrelid AND r.relkind = 'v')))
 ORDER BY 1;
 
 -- and the query above sees the members
