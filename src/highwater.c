@@ -19,9 +19,8 @@
  * and in shared memory, wherever WAL is replayed: on a standby, in crash
  * recovery, and when a base backup is restored with its WAL.
  *
- * The file is replaced, never written in place: a new version goes to a
- * temporary file that is renamed over the old one durably, so a full disk
- * or a crash at any point leaves the old marks or the new ones.
+ * The file is replaced, never written in place (datafile.c), so a full
+ * disk or a crash at any point leaves the old marks or the new ones.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,9 +31,9 @@
 
 #include "access/xlog.h"
 #include "access/xloginsert.h"
-#include "port/pg_crc32c.h"
 #include "storage/fd.h"
 
+#include "datafile.h"
 #include "highwater.h"
 
 #define FLAKE_HWM_FILE		"flake.hwm"
@@ -59,17 +58,6 @@ typedef struct FlakeHwmFileV2
 	int64		randflake_unix_s;
 	pg_crc32c	crc;
 } FlakeHwmFileV2;
-
-static pg_crc32c
-hwm_crc(const void *data, size_t len)
-{
-	pg_crc32c	crc;
-
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, data, len);
-	FIN_CRC32C(crc);
-	return crc;
-}
 
 /*
  * Read the high-water marks (0 when no file exists yet).  Called in the
@@ -112,10 +100,10 @@ flake_hwm_read(FlakeMarks *marks)
 	CloseTransientFile(fd);
 
 	if (nread == sizeof(FlakeHwmFile) && data.v3.magic == FLAKE_HWM_MAGIC &&
-		EQ_CRC32C(data.v3.crc, hwm_crc(&data.v3, offsetof(FlakeHwmFile, crc))))
+		EQ_CRC32C(data.v3.crc, flake_datafile_crc(&data.v3, offsetof(FlakeHwmFile, crc))))
 		*marks = data.v3.marks;
 	else if (nread == sizeof(FlakeHwmFileV2) && data.v2.magic == FLAKE_HWM_MAGIC_V2 &&
-			 EQ_CRC32C(data.v2.crc, hwm_crc(&data.v2, offsetof(FlakeHwmFileV2, crc))))
+			 EQ_CRC32C(data.v2.crc, flake_datafile_crc(&data.v2, offsetof(FlakeHwmFileV2, crc))))
 	{
 		marks->snowflake_unix_ms = data.v2.snowflake_unix_ms;
 		marks->randflake_unix_s = data.v2.randflake_unix_s;
@@ -129,51 +117,21 @@ flake_hwm_read(FlakeMarks *marks)
 }
 
 /*
- * Replace the file: write a temporary file, fsync it, rename it over the
- * old one and fsync the directory.  Until the rename the old file stands;
- * a temporary file left behind by a failure is removed at the next start.
- * The caller holds the marks' lock exclusively.
+ * Replace the file with the marks (see datafile.c).  A temporary file left
+ * behind by a crash is removed at the next start.  The caller holds the
+ * marks' lock exclusively.
  */
 static void
 hwm_write(const FlakeMarks *marks)
 {
 	FlakeHwmFile data;
-	int			fd;
 
 	memset(&data, 0, sizeof(data));
 	data.magic = FLAKE_HWM_MAGIC;
 	data.marks = *marks;
-	data.crc = hwm_crc(&data, offsetof(FlakeHwmFile, crc));
-
-	fd = OpenTransientFile(FLAKE_HWM_TEMP_FILE,
-						   O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
-
-	errno = 0;
-	if (write(fd, &data, sizeof(data)) != sizeof(data))
-	{
-		int			save_errno = errno ? errno : ENOSPC;
-
-		CloseTransientFile(fd);
-		unlink(FLAKE_HWM_TEMP_FILE);
-		errno = save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
-	}
-	if (pg_fsync(fd) != 0)
-		ereport(data_sync_elevel(ERROR),
-				(errcode_for_file_access(),
-				 errmsg("could not fsync file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
-	if (CloseTransientFile(fd) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not close file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
-
-	durable_rename(FLAKE_HWM_TEMP_FILE, FLAKE_HWM_FILE, ERROR);
+	data.crc = flake_datafile_crc(&data, offsetof(FlakeHwmFile, crc));
+	flake_datafile_replace(FLAKE_HWM_FILE, FLAKE_HWM_TEMP_FILE,
+						   &data, sizeof(data));
 }
 
 /* Set up the shared state from the marks read at start. */

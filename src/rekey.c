@@ -31,6 +31,7 @@
 #include "storage/lwlock.h"
 #include "utils/timestamp.h"
 
+#include "datafile.h"
 #include "settings.h"
 #include "shmem.h"
 #include "snowflake_settings.h"
@@ -74,17 +75,6 @@ typedef struct NodeChoice
 
 PG_FUNCTION_INFO_V1(flake_rekey_claim);
 
-static pg_crc32c
-claims_crc(const RekeyClaim *claims, uint32 count)
-{
-	pg_crc32c	crc;
-
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, claims, sizeof(RekeyClaim) * count);
-	FIN_CRC32C(crc);
-	return crc;
-}
-
 /*
  * Read the claims made so far (none when there is no file yet).  A damaged
  * file is an error: without it, a node's milliseconds could be claimed
@@ -116,7 +106,7 @@ read_claims(uint32 *count)
 		size = sizeof(RekeyClaim) * header.count;
 		claims = palloc(Max(size, 1));
 		ok = read(fd, claims, size) == (ssize_t) size &&
-			EQ_CRC32C(header.crc, claims_crc(claims, header.count));
+			EQ_CRC32C(header.crc, flake_datafile_crc(claims, size));
 	}
 	if (!ok)
 	{
@@ -131,40 +121,22 @@ read_claims(uint32 *count)
 	return claims;
 }
 
-/* Replace the file with the claims, durably. */
+/* Replace the file with the claims, durably (see datafile.c). */
 static void
 write_claims(const RekeyClaim *claims, uint32 count)
 {
-	RekeyFileHeader header;
 	Size		size = sizeof(RekeyClaim) * count;
-	int			fd;
+	char	   *data = palloc(sizeof(RekeyFileHeader) + size);
+	RekeyFileHeader *header = (RekeyFileHeader *) data;
 
-	memset(&header, 0, sizeof(header));
-	header.magic = FLAKE_REKEYS_MAGIC;
-	header.count = count;
-	header.crc = claims_crc(claims, count);
-
-	fd = OpenTransientFile(FLAKE_REKEYS_TEMP, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", FLAKE_REKEYS_TEMP)));
-	errno = 0;
-	if (write(fd, &header, sizeof(header)) != sizeof(header) ||
-		write(fd, claims, size) != (ssize_t) size)
-	{
-		if (errno == 0)
-			errno = ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", FLAKE_REKEYS_TEMP)));
-	}
-	if (pg_fsync(fd) != 0)
-		ereport(data_sync_elevel(ERROR),
-				(errcode_for_file_access(),
-				 errmsg("could not fsync file \"%s\": %m", FLAKE_REKEYS_TEMP)));
-	CloseTransientFile(fd);
-	(void) durable_rename(FLAKE_REKEYS_TEMP, FLAKE_REKEYS_FILE, ERROR);
+	memset(header, 0, sizeof(RekeyFileHeader));
+	header->magic = FLAKE_REKEYS_MAGIC;
+	header->count = count;
+	header->crc = flake_datafile_crc(claims, size);
+	memcpy(data + sizeof(RekeyFileHeader), claims, size);
+	flake_datafile_replace(FLAKE_REKEYS_FILE, FLAKE_REKEYS_TEMP,
+						   data, sizeof(RekeyFileHeader) + size);
+	pfree(data);
 }
 
 /* flake_nodes_foreach callback: take the lowest node no claim meets. */
