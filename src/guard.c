@@ -36,6 +36,7 @@
 
 #include "randflake.h"
 #include "settings.h"
+#include "snowflake.h"
 #include "snowflake_settings.h"
 #include "ulidflake.h"
 #include "ulidflake_text.h"
@@ -231,7 +232,7 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 
 				if (id < 0)
 					return;		/* not a flake id: no node to compare */
-				node = (id >> snowflake_sequence_bits) & ((INT64CONST(1) << snowflake_node_bits) - 1);
+				node = snowflake_node_of(id);
 				if (node_in(snowflake_nodes_string, snowflake_node_bits, node))
 					ereport(ERROR,
 							(errcode(ERRCODE_CHECK_VIOLATION),
@@ -258,7 +259,7 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 			}
 		case GUARD_ULIDFLAKE:
 			{
-				int			sid = (int) (id & ((1 << ULIDFLAKE_SID_BITS) - 1));
+				int			sid = (int) (id & ULIDFLAKE_MAX_SID);
 				char		encoded[ULIDFLAKE_TEXT_LEN + 1];
 
 				if ((col->sid_mask & ((uint32) 1 << sid)) == 0)

@@ -372,8 +372,9 @@ id_timestamp(int64 id)
 	return result;
 }
 
-static int32
-id_node(int64 id)
+/* The node of a non-negative id (also for flake_guard). */
+int32
+snowflake_node_of(int64 id)
 {
 	return (int32) ((id >> snowflake_sequence_bits) & ((INT64CONST(1) << snowflake_node_bits) - 1));
 }
@@ -393,7 +394,7 @@ flake_timestamp(PG_FUNCTION_ARGS)
 Datum
 flake_node_of(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(id_node(checked_id(PG_GETARG_INT64(0))));
+	PG_RETURN_INT32(snowflake_node_of(checked_id(PG_GETARG_INT64(0))));
 }
 
 Datum
@@ -413,7 +414,7 @@ flake_decode(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	values[0] = TimestampTzGetDatum(id_timestamp(id));
-	values[1] = Int32GetDatum(id_node(id));
+	values[1] = Int32GetDatum(snowflake_node_of(id));
 	values[2] = Int32GetDatum(id_sequence(id));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));

@@ -13,5 +13,6 @@
 
 extern void snowflake_add_shmem(void);
 extern bool snowflake_node_space(FlakeNodeSpace *space);
+extern int32 snowflake_node_of(int64 id);
 
 #endif							/* FLAKE_SNOWFLAKE_H */

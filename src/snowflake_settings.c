@@ -66,22 +66,26 @@ assign_epoch(const char *newval, void *extra)
 }
 
 
+/* Check a list of nodes of flake_next()'s node space. */
 static bool
-check_nodes(char **newval, void **extra, GucSource source)
+check_snowflake_nodes(const char *name, const char *value)
 {
 	char		space[32];
 
 	snprintf(space, sizeof(space), "flake.node_bits = %d", snowflake_node_bits);
-	return flake_check_node_list("flake.nodes", *newval, snowflake_node_bits, space);
+	return flake_check_node_list(name, value, snowflake_node_bits, space);
+}
+
+static bool
+check_nodes(char **newval, void **extra, GucSource source)
+{
+	return check_snowflake_nodes("flake.nodes", *newval);
 }
 
 static bool
 check_rekey_nodes(char **newval, void **extra, GucSource source)
 {
-	char		space[32];
-
-	snprintf(space, sizeof(space), "flake.node_bits = %d", snowflake_node_bits);
-	return flake_check_node_list("flake.rekey_nodes", *newval, snowflake_node_bits, space);
+	return check_snowflake_nodes("flake.rekey_nodes", *newval);
 }
 
 static void
