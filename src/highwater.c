@@ -105,8 +105,8 @@ flake_hwm_read(FlakeMarks *marks)
 	else if (nread == sizeof(FlakeHwmFileV2) && data.v2.magic == FLAKE_HWM_MAGIC_V2 &&
 			 EQ_CRC32C(data.v2.crc, flake_datafile_crc(&data.v2, offsetof(FlakeHwmFileV2, crc))))
 	{
-		marks->snowflake_unix_ms = data.v2.snowflake_unix_ms;
-		marks->randflake_unix_s = data.v2.randflake_unix_s;
+		marks->mark[FLAKE_HWM_SNOWFLAKE] = data.v2.snowflake_unix_ms;
+		marks->mark[FLAKE_HWM_RANDFLAKE] = data.v2.randflake_unix_s;
 	}
 	else
 		ereport(FATAL,
@@ -138,18 +138,16 @@ hwm_write(const FlakeMarks *marks)
 void
 flake_hwm_init(FlakeMarkState *state, const FlakeMarks *marks)
 {
-	pg_atomic_init_u64(&state->snowflake_ms, (uint64) marks->snowflake_unix_ms);
-	pg_atomic_init_u64(&state->randflake_s, (uint64) marks->randflake_unix_s);
-	pg_atomic_init_u64(&state->ulidflake_ms, (uint64) marks->ulidflake_unix_ms);
+	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+		pg_atomic_init_u64(&state->mark[i], (uint64) marks->mark[i]);
 }
 
 /* The marks as shared memory has them. */
 void
 flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks)
 {
-	marks->snowflake_unix_ms = (int64) pg_atomic_read_u64(&state->snowflake_ms);
-	marks->randflake_unix_s = (int64) pg_atomic_read_u64(&state->randflake_s);
-	marks->ulidflake_unix_ms = (int64) pg_atomic_read_u64(&state->ulidflake_ms);
+	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+		marks->mark[i] = (int64) pg_atomic_read_u64(&state->mark[i]);
 }
 
 /*
@@ -159,9 +157,8 @@ flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks)
 static void
 hwm_publish(FlakeMarkState *state, const FlakeMarks *marks)
 {
-	pg_atomic_write_u64(&state->snowflake_ms, (uint64) marks->snowflake_unix_ms);
-	pg_atomic_write_u64(&state->randflake_s, (uint64) marks->randflake_unix_s);
-	pg_atomic_write_u64(&state->ulidflake_ms, (uint64) marks->ulidflake_unix_ms);
+	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+		pg_atomic_write_u64(&state->mark[i], (uint64) marks->mark[i]);
 }
 
 /*
@@ -173,35 +170,20 @@ void
 flake_hwm_extend(FlakeMarkState *state, LWLock *lock, FlakeHwm which,
 				 int64 value)
 {
+	/* how far ahead of value a move takes the mark, by FlakeHwm */
+	static const int64 chunk[FLAKE_HWM_FAMILIES] = {
+		FLAKE_HWM_CHUNK_MS, FLAKE_HWM_CHUNK_S, FLAKE_HWM_CHUNK_MS
+	};
 	FlakeMarks	marks;
-	int64	   *mark;
-	int64		chunk;
-
-	switch (which)
-	{
-		case FLAKE_HWM_SNOWFLAKE:
-			mark = &marks.snowflake_unix_ms;
-			chunk = FLAKE_HWM_CHUNK_MS;
-			break;
-		case FLAKE_HWM_RANDFLAKE:
-			mark = &marks.randflake_unix_s;
-			chunk = FLAKE_HWM_CHUNK_S;
-			break;
-		case FLAKE_HWM_ULIDFLAKE:
-		default:
-			mark = &marks.ulidflake_unix_ms;
-			chunk = FLAKE_HWM_CHUNK_MS;
-			break;
-	}
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	flake_hwm_current(state, &marks);
 	/* another backend may have moved it while we waited */
-	if (*mark < value)
+	if (marks.mark[which] < value)
 	{
 		XLogRecPtr	lsn;
 
-		*mark = value + chunk;
+		marks.mark[which] = value + chunk[which];
 		hwm_write(&marks);
 		XLogBeginInsert();
 		XLogRegisterData((char *) &marks, sizeof(marks));
@@ -225,9 +207,8 @@ flake_hwm_raise(FlakeMarkState *state, LWLock *lock, const FlakeMarks *logged)
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	flake_hwm_current(state, &current);
-	next.snowflake_unix_ms = Max(current.snowflake_unix_ms, logged->snowflake_unix_ms);
-	next.randflake_unix_s = Max(current.randflake_unix_s, logged->randflake_unix_s);
-	next.ulidflake_unix_ms = Max(current.ulidflake_unix_ms, logged->ulidflake_unix_ms);
+	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+		next.mark[i] = Max(current.mark[i], logged->mark[i]);
 	if (memcmp(&next, &current, sizeof(next)) != 0)
 	{
 		hwm_write(&next);

@@ -34,27 +34,27 @@
 #define FLAKE_RMGR_NAME		"flake"
 #define XLOG_FLAKE_MARKS	0x00
 
-/* The marks of the three families: what flake.hwm and the WAL record hold. */
-typedef struct FlakeMarks
-{
-	int64		snowflake_unix_ms;	/* flake_next() */
-	int64		randflake_unix_s;	/* randflake_next() */
-	int64		ulidflake_unix_ms;	/* ulidflake_next(), both forms */
-} FlakeMarks;
-
 typedef enum FlakeHwm
 {
 	FLAKE_HWM_SNOWFLAKE,		/* flake_next(): Unix ms */
 	FLAKE_HWM_RANDFLAKE,		/* randflake_next(): Unix seconds */
-	FLAKE_HWM_ULIDFLAKE			/* ulidflake_next(): Unix ms */
+	FLAKE_HWM_ULIDFLAKE,		/* ulidflake_next(), both forms: Unix ms */
+	FLAKE_HWM_FAMILIES
 } FlakeHwm;
+
+/*
+ * The marks of the three families, by FlakeHwm: what flake.hwm and the WAL
+ * record hold.
+ */
+typedef struct FlakeMarks
+{
+	int64		mark[FLAKE_HWM_FAMILIES];
+} FlakeMarks;
 
 /* The persisted marks in shared memory; only ids at or below them exist. */
 typedef struct FlakeMarkState
 {
-	pg_atomic_uint64 snowflake_ms;	/* Unix ms */
-	pg_atomic_uint64 randflake_s;	/* Unix seconds */
-	pg_atomic_uint64 ulidflake_ms;	/* Unix ms */
+	pg_atomic_uint64 mark[FLAKE_HWM_FAMILIES];
 } FlakeMarkState;
 
 extern void flake_hwm_read(FlakeMarks *marks);
@@ -65,22 +65,6 @@ extern void flake_hwm_extend(FlakeMarkState *state, LWLock *lock,
 extern void flake_hwm_raise(FlakeMarkState *state, LWLock *lock,
 							const FlakeMarks *logged);
 
-/* A family's mark in the shared state. */
-static inline pg_atomic_uint64 *
-flake_hwm_mark(FlakeMarkState *state, FlakeHwm which)
-{
-	switch (which)
-	{
-		case FLAKE_HWM_SNOWFLAKE:
-			return &state->snowflake_ms;
-		case FLAKE_HWM_RANDFLAKE:
-			return &state->randflake_s;
-		case FLAKE_HWM_ULIDFLAKE:
-		default:
-			return &state->ulidflake_ms;
-	}
-}
-
 /*
  * Make sure a family's persisted mark covers value (its time unit) before
  * an id with that time is returned: on the hot path an atomic read, and
@@ -90,7 +74,7 @@ static inline void
 flake_hwm_cover(FlakeMarkState *state, LWLock *lock, FlakeHwm which,
 				int64 value)
 {
-	if (unlikely(value > (int64) pg_atomic_read_u64(flake_hwm_mark(state, which))))
+	if (unlikely(value > (int64) pg_atomic_read_u64(&state->mark[which])))
 		flake_hwm_extend(state, lock, which, value);
 }
 

@@ -388,7 +388,7 @@ add_node(int64 lo, int64 hi, void *arg)
 static void
 raise_nodes(const FlakeMarks *marks)
 {
-	int64		second = Max(marks->randflake_unix_s - RANDFLAKE_EPOCH_UNIX, 0);
+	int64		second = Max(marks->mark[FLAKE_HWM_RANDFLAKE] - RANDFLAKE_EPOCH_UNIX, 0);
 	uint64		floor;
 
 	floor = ((uint64) second << RANDFLAKE_SEQUENCE_BITS) | RANDFLAKE_MAX_SEQUENCE;

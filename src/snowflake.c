@@ -119,7 +119,7 @@ static void
 raise_nodes(const FlakeMarks *marks)
 {
 	/* a mark past the layout's end (another epoch?) must not wrap */
-	int64		ms = Min(marks->snowflake_unix_ms - snowflake_epoch_unix_ms,
+	int64		ms = Min(marks->mark[FLAKE_HWM_SNOWFLAKE] - snowflake_epoch_unix_ms,
 						 snowflake_max_timestamp() + 1);
 	uint64		floor;
 

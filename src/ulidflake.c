@@ -132,7 +132,7 @@ shared_size(void)
 static void
 raise_last(const FlakeMarks *marks)
 {
-	int64		ms = marks->ulidflake_unix_ms - ULIDFLAKE_EPOCH_UNIX_MS;
+	int64		ms = marks->mark[FLAKE_HWM_ULIDFLAKE] - ULIDFLAKE_EPOCH_UNIX_MS;
 
 	if (ms >= 0)
 		flake_raise_last(&ulidflake_shared->last,

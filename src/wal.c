@@ -49,8 +49,9 @@ flake_desc(StringInfo buf, XLogReaderState *record)
 		return;
 	memcpy(&marks, XLogRecGetData(record), sizeof(marks));
 	appendStringInfo(buf, "snowflake " INT64_FORMAT " ms, randflake " INT64_FORMAT " s, ulidflake " INT64_FORMAT " ms (Unix time)",
-					 marks.snowflake_unix_ms, marks.randflake_unix_s,
-					 marks.ulidflake_unix_ms);
+					 marks.mark[FLAKE_HWM_SNOWFLAKE],
+					 marks.mark[FLAKE_HWM_RANDFLAKE],
+					 marks.mark[FLAKE_HWM_ULIDFLAKE]);
 }
 
 static const char *
