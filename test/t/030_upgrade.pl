@@ -1,5 +1,6 @@
-# An install of version 1.0 updated with ALTER EXTENSION flake UPDATE has
-# exactly the objects of a fresh install of the current version.
+# An install of each released version (1.0, 1.1) updated with ALTER
+# EXTENSION flake UPDATE has exactly the objects of a fresh install of the
+# current version.
 #
 # pg_dump leaves an extension's objects out of an ordinary dump; in
 # --binary-upgrade mode it writes every member object, which is what is
@@ -19,19 +20,24 @@ my ($current) = slurp_file('flake.control') =~ /^default_version = '([^']+)'/m;
 ok($current, "the control file names the current version ($current)");
 isnt($current, '1.0', 'the current version is not 1.0');
 
+my @released = ('1.0', '1.1');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
-$node->safe_psql('postgres', 'CREATE DATABASE updated');
 $node->safe_psql('fresh', 'CREATE EXTENSION flake');
-$node->safe_psql('updated', q{CREATE EXTENSION flake VERSION '1.0'});
-is($node->safe_psql('updated', q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
-	'1.0', 'version 1.0 installs');
-is( $node->safe_psql('updated', q{
-		SELECT flake_next() > 0;
-		SELECT count(*) FROM flake_leases WHERE pid = pg_backend_pid()}),
-	"t\n1", 'version 1.0\'s flake_leases (without holders) works with the current library');
-$node->safe_psql('updated', 'ALTER EXTENSION flake UPDATE');
-is($node->safe_psql('updated', q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
-	$current, "ALTER EXTENSION flake UPDATE reaches $current");
+foreach my $version (@released)
+{
+	(my $db = "updated_$version") =~ s/\./_/;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, qq{CREATE EXTENSION flake VERSION '$version'});
+	is($node->safe_psql($db, q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
+		$version, "version $version installs");
+	is( $node->safe_psql($db, q{
+			SELECT flake_next() > 0;
+			SELECT count(*) FROM flake_leases WHERE pid = pg_backend_pid()}),
+		"t\n1", "the flake_leases of version ${version} works with the current library");
+	$node->safe_psql($db, 'ALTER EXTENSION flake UPDATE');
+	is($node->safe_psql($db, q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
+		$current, "ALTER EXTENSION flake UPDATE from $version reaches $current");
+}
 
 sub members
 {
@@ -52,18 +58,7 @@ sub members
 }
 
 my $fresh = members('fresh');
-my $updated = members('updated');
 like($fresh, qr/CREATE FUNCTION public\.flake_next\(\)/, 'the dump lists the extension\'s objects');
-if ($fresh eq $updated)
-{
-	pass('an updated 1.0 install has the same objects as a fresh install');
-}
-else
-{
-	my ($diff) = run_command([ 'diff', '-u', map { $node->basedir . "/$_.sql.members" } 'fresh', 'updated' ]);
-	fail('an updated 1.0 install has the same objects as a fresh install');
-	diag($diff);
-}
 
 # The same comparison through the catalogs: every member with its definition.
 my $catalog = q{
@@ -75,8 +70,25 @@ my $catalog = q{
 	FROM pg_depend
 	WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
 	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'flake')};
-is($node->safe_psql('updated', $catalog), $node->safe_psql('fresh', $catalog),
-	'the same member objects with the same function definitions');
+my $fresh_catalog = $node->safe_psql('fresh', $catalog);
+
+foreach my $version (@released)
+{
+	(my $db = "updated_$version") =~ s/\./_/;
+	my $updated = members($db);
+	if ($fresh eq $updated)
+	{
+		pass("an updated $version install has the same objects as a fresh install");
+	}
+	else
+	{
+		my ($diff) = run_command([ 'diff', '-u', map { $node->basedir . "/$_.sql.members" } 'fresh', $db ]);
+		fail("an updated $version install has the same objects as a fresh install");
+		diag($diff);
+	}
+	is($node->safe_psql($db, $catalog), $fresh_catalog,
+		"updated from $version: the same member objects with the same function definitions");
+}
 
 $node->stop;
 done_testing();
