@@ -71,6 +71,13 @@ check-tap:
 check-structure: all
 	test/check-structure
 
+# The suite's lists, one word per line, for scripts that run the same tests
+# another way (test/fuzz/valgrind)
+list-regress:
+	@printf '%s\n' $(REGRESS)
+list-isolation:
+	@printf '%s\n' $(ISOLATION)
+
 test:
 	test/run
 
@@ -96,7 +103,7 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: check-regress check-isolation check-tap check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: list-regress list-isolation check-regress check-isolation check-tap check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake
