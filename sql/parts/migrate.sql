@@ -534,7 +534,11 @@ BEGIN
 			SELECT a.attrelid::regclass AS rel, a.attname
 			FROM unnest(cols) u
 			JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+			JOIN pg_class c ON c.oid = u.relid
 			WHERE a.atttypid = 'numeric'::regtype
+			  -- read as the owner: a dry run shows the tables whose owner
+			  -- the caller is not as blocked already (flake_migrate_lock)
+			  AND pg_has_role(c.relowner, 'USAGE')
 		LOOP
 			SELECT * INTO cnt
 			FROM @extschema@.flake_migrate_read_as_owner(r.rel, format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
@@ -706,7 +710,11 @@ BEGIN
 	FOR r IN
 		WITH u AS (
 			SELECT x.relid, array_agg(x.attnum) AS atts
-			FROM unnest(cols) x GROUP BY x.relid
+			FROM unnest(cols) x JOIN pg_class c ON c.oid = x.relid
+			-- tried as the owner: a dry run shows the tables whose owner
+			-- the caller is not as blocked already (flake_migrate_lock)
+			WHERE pg_has_role(c.relowner, 'USAGE')
+			GROUP BY x.relid
 		)
 		SELECT u.relid, u.atts, o.what, o.expr, o.is_check,
 			   (SELECT CASE WHEN count(*) = 1 THEN min(x) END FROM unnest(o.uses) x WHERE x = ANY (u.atts)) AS att
