@@ -150,6 +150,21 @@ SELECT * FROM outcome();
 SELECT count(*) AS lines, count(*) FILTER (WHERE flake_timestamp(o.id) = o.at) AS rekeyed
 FROM evil.lines l JOIN evil.orders o ON o.id = l.order_id;
 
+-- the foreign key is added back as the referencing table's owner, who
+-- needs REFERENCES on the key: without it, refused beforehand (42501)
+CREATE TABLE evil.accounts (id serial PRIMARY KEY);
+CREATE TABLE evil.logins (account_id integer REFERENCES evil.accounts);
+ALTER TABLE evil.accounts OWNER TO regress_flake_eve;
+ALTER TABLE evil.logins OWNER TO regress_flake_mallory;
+SELECT detail FROM flake_migrate('evil.accounts', dry_run => true) WHERE action = 'blocked';
+\set VERBOSITY sqlstate
+SELECT * FROM flake_migrate('evil.accounts');
+\set VERBOSITY default
+SET ROLE regress_flake_eve;
+GRANT REFERENCES ON evil.accounts TO regress_flake_mallory;
+RESET ROLE;
+SELECT action FROM flake_migrate('evil.accounts') WHERE action LIKE '%constraint';
+
 -- the functions that run statements as a table's owner refuse a role
 -- that may not SET ROLE to it (42501), and the owner's statements run
 -- restricted: no temporary table, no SET ROLE
