@@ -116,12 +116,27 @@ SELECT * FROM outcome();
 SELECT count(*) AS steps FROM flake_migrate('evil.by_predicate', rekey_from => 'at');
 SELECT * FROM outcome();
 
+-- functions of the same names that take other types, where the owner may
+-- create them (the extension's schema): flake_migrate's calls match its
+-- own exactly
+GRANT CREATE ON SCHEMA public TO regress_flake_eve;
+SET ROLE regress_flake_eve;
+CREATE FUNCTION public.flake_migrate_read_as_owner(tbl oid, query text, flake_types boolean)
+	RETURNS SETOF record LANGUAGE plpgsql AS $$ BEGIN PERFORM evil.escalate('read_as_owner of eve'); END $$;
+CREATE FUNCTION public.flake_migrate_read_as_owner(tbl text, query text, flake_types boolean)
+	RETURNS SETOF record LANGUAGE plpgsql AS $$ BEGIN PERFORM evil.escalate('read_as_owner of eve'); END $$;
+CREATE FUNCTION public.flake_migrate_as_owner(tbl oid, statement text, flake_types boolean)
+	RETURNS bigint LANGUAGE plpgsql AS $$ BEGIN PERFORM evil.escalate('as_owner of eve'); RETURN 0; END $$;
+RESET ROLE;
 \c
 SELECT count(*) AS steps FROM flake_migrate('evil.by_check', rekey_from => 'at', dry_run => true);
 SELECT * FROM outcome();
 \c
 SELECT count(*) AS steps FROM flake_migrate('evil.by_check', rekey_from => 'at');
 SELECT * FROM outcome();
+DROP FUNCTION public.flake_migrate_read_as_owner(oid, text, boolean),
+	public.flake_migrate_read_as_owner(text, text, boolean), public.flake_migrate_as_owner(oid, text, boolean);
+REVOKE CREATE ON SCHEMA public FROM regress_flake_eve;
 
 -- a member of the owner's role: under FORCE ROW LEVEL SECURITY the
 -- policies bind the owner and its members, so reading the table ran them
@@ -170,13 +185,13 @@ SELECT action FROM flake_migrate('evil.accounts') WHERE action LIKE '%constraint
 -- restricted: no temporary table, no SET ROLE
 SET ROLE regress_flake_mallory;
 \set VERBOSITY sqlstate
-SELECT flake_migrate_as_owner('evil.orders', 'ALTER TABLE evil.orders OWNER TO regress_flake_mallory');
-SELECT * FROM flake_migrate_read_as_owner('evil.orders', 'SELECT count(*) FROM evil.orders') AS r(n bigint);
+SELECT flake_migrate_as_owner('evil.orders', 'ALTER TABLE evil.orders OWNER TO regress_flake_mallory', false);
+SELECT * FROM flake_migrate_read_as_owner('evil.orders', 'SELECT count(*) FROM evil.orders', false) AS r(n bigint);
 \set VERBOSITY default
-SELECT flake_migrate_as_owner('evil.lines', 'CREATE TEMPORARY TABLE escape (n integer)');
-SELECT flake_migrate_as_owner('evil.lines', 'SET ROLE regress_flake_eve');
-SELECT * FROM flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines') AS r(n integer);
-SELECT * FROM flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines') AS r(n bigint);
+SELECT flake_migrate_as_owner('evil.lines', 'CREATE TEMPORARY TABLE escape (n integer)', false);
+SELECT flake_migrate_as_owner('evil.lines', 'SET ROLE regress_flake_eve', false);
+SELECT * FROM flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n integer);
+SELECT * FROM flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n bigint);
 RESET ROLE;
 
 DROP FUNCTION outcome();

@@ -29,7 +29,7 @@ CREATE TYPE flake_migrate_step AS (
 	detail text,			-- the statement, or the text of a note
 	run boolean,			-- false: a note, or a lock already taken
 	counted boolean,		-- report the rows the statement touched
-	as_owner_of oid			-- run as the owner of this table; NULL: as the caller
+	as_owner_of regclass	-- run as the owner of this table; NULL: as the caller
 );
 COMMENT ON TYPE flake_migrate_step IS 'a step of a flake_migrate() plan';
 
@@ -48,13 +48,16 @@ COMMENT ON TYPE flake_migrate_column IS 'a column whose values flake_migrate() c
 -- ... TYPE ulidflake), as PostgreSQL runs REINDEX (src/owner.c).  Open to
 -- PUBLIC, as the other helpers are (see below): only a role that may SET
 -- ROLE to the owner may use them, which gives it nothing it does not have.
+-- Callers pass arguments of exactly these types, so that no function of
+-- the same name that another role may have put in the extension's schema
+-- matches the call better.
 --
-CREATE FUNCTION flake_migrate_as_owner(tbl regclass, statement text, flake_types boolean DEFAULT false)
+CREATE FUNCTION flake_migrate_as_owner(tbl regclass, statement text, flake_types boolean)
 	RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION flake_migrate_as_owner(regclass, text, boolean) IS
 	'flake_migrate() helper: run a statement as the owner of a table, in a security-restricted operation; returns the rows it processed';
-CREATE FUNCTION flake_migrate_read_as_owner(tbl regclass, query text, flake_types boolean DEFAULT false)
+CREATE FUNCTION flake_migrate_read_as_owner(tbl regclass, query text, flake_types boolean)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION flake_migrate_read_as_owner(regclass, text, boolean) IS
@@ -290,7 +293,8 @@ DECLARE
 	r			record;
 BEGIN
 	SELECT * INTO key_min, key_max
-	FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s', col, tbl))
+	FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s', col, tbl),
+												 false)
 		 AS m(lo numeric, hi numeric);
 	FOR r IN
 		WITH base(name) AS (
@@ -322,8 +326,10 @@ BEGIN
 	LOOP
 		BEGIN
 			SELECT * INTO lo, hi
-			FROM @extschema@.flake_migrate_read_as_owner(r.attrelid, format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s',
-																			r.attname, r.attrelid::regclass))
+			FROM @extschema@.flake_migrate_read_as_owner(r.attrelid::regclass,
+														 format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s',
+																r.attname, r.attrelid::regclass),
+														 false)
 				 AS m(lo numeric, hi numeric);
 			CONTINUE WHEN lo < key_min OR hi > key_max;
 			description := format('%s.%I (%s, %s)', r.attrelid::regclass, r.attname, r.type,
@@ -542,7 +548,8 @@ BEGIN
 		LOOP
 			SELECT * INTO cnt
 			FROM @extschema@.flake_migrate_read_as_owner(r.rel, format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
-																	   r.rel, r.attname))
+																	   r.rel, r.attname),
+														 false)
 				 AS n(cnt bigint);
 			IF cnt > 0 THEN
 				RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
@@ -686,7 +693,7 @@ BEGIN
 		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false, NULL)::@extschema@.flake_migrate_step;
 	ELSIF NOT rekey THEN
 		SELECT * INTO max_old
-		FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl))
+		FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl), false)
 			 AS m(max_old bigint);
 		IF max_old >= first_id THEN
 			RAISE EXCEPTION '%.% holds keys above the ids % would issue', tbl, quote_ident(col), gen_call
@@ -697,7 +704,7 @@ BEGIN
 	END IF;
 	IF to_ulid THEN
 		SELECT * INTO cnt
-		FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col))
+		FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col), false)
 			 AS n(cnt bigint);
 		IF cnt > 0 THEN
 			RAISE EXCEPTION '%.% has negative keys', tbl, quote_ident(col)
@@ -751,7 +758,7 @@ BEGIN
 				-- finds its operators, as ALTER TABLE needs them
 				SELECT * INTO fails
 				FROM @extschema@.flake_migrate_read_as_owner(
-					r.relid,
+					r.relid::regclass,
 					format('WITH o AS (SELECT t.* FROM (SELECT) AS one LEFT JOIN (SELECT * FROM %s LIMIT 1) AS t ON true), n AS (SELECT %s FROM o) ',
 						   r.relid::regclass, list)
 					|| CASE WHEN r.is_check
@@ -861,7 +868,8 @@ BEGIN
 			col, tbl, epoch,
 			CASE WHEN to_ulid
 			THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
-			ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms'))
+			ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms'),
+		false)
 		 AS n(n_null bigint, n_before bigint, n_after bigint, first_ms bigint, last_ms bigint,
 			  cnt bigint, max_old bigint);
 	-- a millisecond with more rows than ids spills into the next ones
@@ -902,7 +910,8 @@ BEGIN
 		SELECT * INTO cnt
 		FROM @extschema@.flake_migrate_read_as_owner(tbl, format(
 				'SELECT count(DISTINCT s.k) FROM (%s) s JOIN %s o ON CAST(o.%I AS bigint) BETWEEN (s.slot / %4$s) << %5$s AND ((s.slot / %4$s + 1) << %5$s) - 1',
-				slots, tbl, col, per_ms, ms_shift))
+				slots, tbl, col, per_ms, ms_shift),
+			false)
 			 AS n(cnt bigint);
 		IF cnt > 0 THEN
 			RAISE EXCEPTION '% new ids of % could equal old ids of other rows', cnt, tbl
@@ -916,7 +925,8 @@ BEGIN
 	-- Snowflake a node and the sequence; the band or node is claimed for
 	-- the rekey when the statement runs.  The slots are read as the
 	-- table's owner.
-	slots_read := format('@extschema@.flake_migrate_read_as_owner(%L, %L) AS s(k bigint, slot bigint)', tbl, slots);
+	slots_read := format('@extschema@.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS s(k bigint, slot bigint)',
+						 tbl, slots);
 	IF first_ms IS NULL THEN
 		query := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
 	ELSIF to_ulid THEN
@@ -933,7 +943,7 @@ FROM %4$s, n$q$,
 	END IF;
 	-- rows without a time: ids of now, in old id order
 	IF undatable = 'now' AND note IS NOT NULL THEN
-		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM @extschema@.flake_migrate_read_as_owner(%L, %L) AS u(k bigint))',
+		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM @extschema@.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS u(k bigint))',
 						query, generator, tbl,
 						format('SELECT CAST(%I AS bigint) FROM %s WHERE NOT coalesce(%s, false) ORDER BY 1', col, tbl, datable));
 	END IF;
