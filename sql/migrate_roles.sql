@@ -182,15 +182,16 @@ SELECT action FROM flake_migrate('evil.accounts') WHERE action LIKE '%constraint
 
 -- the functions that run statements as a table's owner refuse a role
 -- that may not SET ROLE to it (42501), and the owner's statements run
--- restricted: no temporary table, no SET ROLE
+-- restricted: no temporary table, no SET ROLE (42501); the rows must have
+-- the declared types (42804)
 SET ROLE regress_flake_mallory;
 \set VERBOSITY sqlstate
 SELECT flake_migrate_as_owner('evil.orders', 'ALTER TABLE evil.orders OWNER TO regress_flake_mallory', false);
 SELECT * FROM flake_migrate_read_as_owner('evil.orders', 'SELECT count(*) FROM evil.orders', false) AS r(n bigint);
-\set VERBOSITY default
 SELECT flake_migrate_as_owner('evil.lines', 'CREATE TEMPORARY TABLE escape (n integer)', false);
 SELECT flake_migrate_as_owner('evil.lines', 'SET ROLE regress_flake_eve', false);
 SELECT * FROM flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n integer);
+\set VERBOSITY default
 SELECT * FROM flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n bigint);
 RESET ROLE;
 
