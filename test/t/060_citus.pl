@@ -1,0 +1,231 @@
+# flake on a Citus cluster (issue 19): a coordinator and two workers that
+# preload citus and flake and are configured with nothing else (the same
+# randflake secret, which is not a node setting) get ids that are unique on
+# every insert path, from all three families: each Citus group generates on
+# its own share of the node spaces (and as its own ulidflake sid).  Then the
+# same with explicit, disjoint flake.nodes and flake.randflake_nodes, which
+# win over the groups.  Also: a worker not added yet refuses to generate; a
+# session whose group changed under it (node removed and added again)
+# refuses; the cluster check; flake_migrate on a distribution column.
+#
+# Needs Citus installed into the PostgreSQL under test (make check-citus, or
+# ../shared/citus in CI); skipped otherwise.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeTest;
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+plan skip_all => "Citus is not installed in $pkglibdir (make check-citus builds it from ../shared/citus, see README)"
+  unless -e "$pkglibdir/citus.so";
+
+my $rows = 4000;    # per path and server
+
+# A server of the cluster: TCP on 127.0.0.1 only, trusted there, as Citus
+# connects to its nodes by host and port.
+sub citus_server
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'citus,flake'
+listen_addresses = '127.0.0.1'
+max_worker_processes = 16
+max_connections = 100
+citus.node_conninfo = 'sslmode=disable'
+citus.log_remote_commands = off
+flake.randflake_secret = '$flake_secret'
+} . ($conf // ''));
+	$node->append_conf('pg_hba.conf', "host all all 127.0.0.1/32 trust\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION flake');
+	return $node;
+}
+
+my $coord = citus_server('coordinator');
+my $w1 = citus_server('worker1');
+my $w2 = citus_server('worker2');
+my @servers = ($coord, $w1, $w2);
+
+# --- before a node is added: group 0 without nodes refuses
+foreach my $gen ('flake_next()', 'randflake_next()', 'ulidflake_next()')
+{
+	my ($rc, $out, $err) = $w2->psql('postgres', "SELECT $gen");
+	like($err, qr/cannot know its node range: this server is not part of a Citus cluster yet/,
+		"$gen refuses on a server not yet added");
+}
+
+$coord->safe_psql('postgres', "SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ')');
+foreach my $w ($w1, $w2)
+{
+	$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $w->port . ')');
+}
+is($w2->safe_psql('postgres', 'SELECT groupid FROM pg_dist_local_group'), '2', 'worker2 is group 2');
+
+# --- a session whose group changes under it refuses; a new one uses the new group
+my ($in, $out) = ('', '');
+my $session = IPC::Run::start(
+	[ 'psql', '-X', '-A', '-t', '-d', $w2->connstr('postgres') ],
+	'<', \$in, '>&', \$out, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+sub session_query
+{
+	my ($sql) = @_;
+	$out = '';
+	$in .= "$sql;\n\\echo END\n";
+	$session->pump until $out =~ /^END$/m;
+	$out =~ s/^END\n//m;
+	return $out;
+}
+like(session_query('SELECT flake_node(flake_next()) >> 4, ulidflake_sid(ulidflake_next())'),
+	qr/^2\|2$/m, 'worker2 generates in group 2');
+$coord->safe_psql('postgres', "SELECT citus_remove_node('127.0.0.1', " . $w2->port . ')');
+$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $w2->port . ')');
+is($w2->safe_psql('postgres', 'SELECT groupid FROM pg_dist_local_group'), '3', 'worker2 is group 3 when added again');
+foreach my $gen ('flake_next()', 'randflake_next()', 'ulidflake_next()')
+{
+	like(session_query("SELECT $gen"),
+		qr/refuses to generate: database "postgres" changed from Citus group 2 to Citus group 3/,
+		"$gen refuses in a session whose group changed");
+}
+$in .= "\\q\n";
+$session->finish;
+is($w2->safe_psql('postgres', 'SELECT flake_node(flake_next()) >> 4'), '3', 'a new session generates in group 3');
+
+# --- the tables: one distributed by tenant with the key (tenant, f), one
+# by its flake_next() key; sources local, reference, co-located and not
+$coord->safe_psql('postgres', qq{
+	CREATE TABLE by_tenant (tenant int NOT NULL, path text NOT NULL,
+		f bigint NOT NULL DEFAULT flake_next(),
+		r bigint NOT NULL DEFAULT randflake_next(),
+		u ulidflake NOT NULL DEFAULT ulidflake_next(),
+		PRIMARY KEY (tenant, f));
+	SELECT create_distributed_table('by_tenant', 'tenant', shard_count => 4);
+	CREATE TABLE by_id (f bigint PRIMARY KEY DEFAULT flake_next(), path text NOT NULL,
+		r bigint NOT NULL DEFAULT randflake_next(),
+		u ulidflake NOT NULL DEFAULT ulidflake_next());
+	SELECT create_distributed_table('by_id', 'f', shard_count => 4);
+	CREATE TABLE local_src AS SELECT g FROM generate_series(1, $rows) g;
+	CREATE TABLE ref_src AS SELECT g FROM generate_series(1, $rows) g;
+	SELECT create_reference_table('ref_src');
+	CREATE TABLE coloc_src (tenant int, g int);
+	SELECT create_distributed_table('coloc_src', 'tenant', colocate_with => 'by_tenant');
+	INSERT INTO coloc_src SELECT g % 16, g FROM generate_series(1, $rows) g;
+	CREATE TABLE other_src (g int);
+	SELECT create_distributed_table('other_src', 'g', shard_count => 3, colocate_with => 'none');
+	INSERT INTO other_src SELECT g FROM generate_series(1, $rows) g;
+	CREATE FUNCTION add_rows(t int, n int) RETURNS void LANGUAGE plpgsql
+		AS \$\$ BEGIN INSERT INTO by_tenant (tenant, path) SELECT t, 'function' FROM generate_series(1, n); END \$\$;
+	SELECT create_distributed_function('add_rows(int,int)', 't', colocate_with => 'by_tenant');
+});
+
+# Run statements on several servers at once, each in its own session;
+# returns the number that failed.
+sub concurrently
+{
+	my @jobs = @_;
+	my @h;
+	foreach my $job (@jobs)
+	{
+		my ($node, $sql) = @$job;
+		my ($o, $e) = ('', '');
+		push @h, [ IPC::Run::start([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres') ],
+			'<', \$sql, '>', \$o, '2>', \$e, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default)), \$e ];
+	}
+	my $failed = 0;
+	foreach my $h (@h)
+	{
+		$h->[0]->finish;
+		if ($h->[0]->result != 0)
+		{
+			$failed++;
+			diag ${ $h->[1] };
+		}
+	}
+	return $failed;
+}
+
+my $multi = "INSERT INTO by_tenant (tenant, path) VALUES "
+  . join(', ', map { "($_ % 16, 'multi-row')" } 1 .. $rows) . ";\n";
+my $copy = "COPY by_tenant (tenant, path) FROM STDIN;\n"
+  . join('', map { ($_ % 16) . "\tcopy\n" } 1 .. $rows) . "\\.\n";
+my %paths = (
+	'single-row' => [ [ $coord, "DO \$\$ BEGIN FOR i IN 1..$rows / 4 LOOP INSERT INTO by_tenant (tenant, path) VALUES (i % 16, 'single-row'); END LOOP; END \$\$;" ] ],
+	'multi-row' => [ [ $coord, $multi ] ],
+	'copy' => [ [ $coord, $copy ] ],
+	'from local' => [ [ $coord, "INSERT INTO by_tenant (tenant, path) SELECT g % 16, 'from local' FROM local_src;" ] ],
+	'from reference' => [ [ $coord, "INSERT INTO by_tenant (tenant, path) SELECT g % 16, 'from reference' FROM ref_src;" ] ],
+	'from co-located' => [ [ $coord, "INSERT INTO by_tenant (tenant, path) SELECT tenant, 'from co-located' FROM coloc_src;" ] ],
+	'from not co-located' => [ [ $coord, "INSERT INTO by_tenant (tenant, path) SELECT g % 16, 'from not co-located' FROM other_src;" ] ],
+	'by id from distributed' => [ [ $coord, "INSERT INTO by_id (path) SELECT 'by id from distributed' FROM coloc_src; INSERT INTO by_id (path) SELECT 'by id from distributed' FROM other_src;" ] ],
+	'on workers' => [ map { [ $_, "INSERT INTO by_tenant (tenant, path) SELECT g % 16, 'on workers' FROM generate_series(1, $rows) g; INSERT INTO by_id (path) SELECT 'on workers' FROM generate_series(1, $rows);" ] } ($w1, $w2) ],
+	'function' => [ [ $coord, join('', map { "SELECT add_rows($_, " . int($rows / 16) . ");\n" } 0 .. 15) ] ],
+);
+
+# Every path, then all of them at once; then the duplicates of each family
+# by path (a row counts when another row has its id)
+sub run_paths
+{
+	my ($label) = @_;
+	$coord->safe_psql('postgres', 'TRUNCATE by_tenant, by_id');
+	foreach my $path (sort keys %paths)
+	{
+		is(concurrently(@{ $paths{$path} }), 0, "$label: $path: no error");
+	}
+	is(concurrently(map { @$_ } values %paths), 0, "$label: every path at once: no error");
+	foreach my $col ('f', 'r', 'u')
+	{
+		my $dups = $coord->safe_psql('postgres', qq{
+			WITH a AS (SELECT path, $col AS id FROM by_tenant UNION ALL SELECT path, $col FROM by_id)
+			SELECT coalesce(string_agg(path || ': ' || n, ', ' ORDER BY path), '')
+			FROM (SELECT path, count(*) AS n FROM a
+			      WHERE id IN (SELECT id FROM a GROUP BY id HAVING count(*) > 1) GROUP BY path) s});
+		is($dups, '', "$label: no duplicate $col on any path");
+	}
+	note "$label: " . $coord->safe_psql('postgres',
+		"SELECT string_agg(path || ' ' || n, ', ') FROM (SELECT path, count(*) n FROM (SELECT path FROM by_tenant UNION ALL SELECT path FROM by_id) a GROUP BY path ORDER BY path) s");
+}
+
+# The rows of distributed functions, with the group of the worker that ran
+# the function (the one holding the tenant's shard)
+my $rows_by_group = q{
+	WITH rows AS MATERIALIZED (SELECT tenant, f, r, u FROM by_tenant WHERE path = 'function'),
+	rows_by_group AS (
+		SELECT p.groupid, rows.* FROM rows, pg_dist_placement p
+		WHERE p.shardid = get_shard_id_for_distribution_column('by_tenant', rows.tenant))
+};
+
+run_paths('default settings');
+is($coord->safe_psql('postgres', "SELECT string_agg(DISTINCT (flake_node(f) >> 4)::text, ',') FROM by_tenant WHERE path = 'multi-row'"),
+	'0', 'default settings: the coordinator generates in group 0');
+is($coord->safe_psql('postgres', $rows_by_group . q{
+	SELECT string_agg(g, ';' ORDER BY g) FROM (
+		SELECT t.groupid::text || ':' || string_agg(DISTINCT (flake_node(t.f) >> 4)::text || '/' || ((randflake_decode(t.r)).node >> 8)::text || '/' || ulidflake_sid(t.u)::text, ',') AS g
+		FROM rows_by_group t
+		GROUP BY t.groupid) x}),
+	'1:1/1/1;3:3/3/3', 'default settings: distributed functions generate in the group of the worker they run on (flake / randflake / ulidflake)');
+
+# --- explicit ranges win over the groups
+my %explicit = ($coord => '0-99', $w1 => '100-199', $w2 => '200-299');
+foreach my $node (@servers)
+{
+	$node->append_conf('postgresql.conf', "flake.nodes = '$explicit{$node}'\nflake.randflake_nodes = '$explicit{$node}'\n");
+	$node->restart;
+}
+run_paths('explicit ranges');
+is($coord->safe_psql('postgres', $rows_by_group . q{
+	SELECT string_agg(g, ';' ORDER BY g) FROM (
+		SELECT t.groupid::text || ':' || min(flake_node(t.f)) / 100 || '-' || max(flake_node(t.f)) / 100
+		       || '/' || min((randflake_decode(t.r)).node) / 100 || '-' || max((randflake_decode(t.r)).node) / 100 AS g
+		FROM rows_by_group t
+		GROUP BY t.groupid) x}),
+	'1:1-1/1-1;3:2-2/2-2', 'explicit ranges: each worker generates on its own flake.nodes and flake.randflake_nodes');
+
+$_->stop foreach @servers;
+done_testing();
