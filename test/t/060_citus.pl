@@ -211,6 +211,37 @@ is($coord->safe_psql('postgres', $rows_by_group . q{
 		GROUP BY t.groupid) x}),
 	'1:1/1/1;3:3/3/3', 'default settings: distributed functions generate in the group of the worker they run on (flake / randflake / ulidflake)');
 
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM flake_citus_check()'), '0',
+	'default settings: the cluster check finds nothing');
+
+# --- flake_migrate: refused on a distribution column, before changing anything
+$coord->safe_psql('postgres', q{
+	CREATE TABLE mig_dist (id bigserial PRIMARY KEY, v text);
+	SELECT create_distributed_table('mig_dist', 'id');
+	CREATE TABLE mig_ref (id bigserial PRIMARY KEY, v text);
+	SELECT create_reference_table('mig_ref');
+	CREATE TABLE mig_tenant (tenant int NOT NULL, id bigserial, v text, PRIMARY KEY (tenant, id));
+	SELECT create_distributed_table('mig_tenant', 'tenant');
+	INSERT INTO mig_dist (v) VALUES ('a'), ('b');
+	INSERT INTO mig_ref (v) VALUES ('a'), ('b');
+	INSERT INTO mig_tenant (tenant, v) VALUES (1, 'a'), (2, 'b');
+});
+like($coord->safe_psql('postgres', q{SELECT detail FROM flake_migrate('mig_dist', dry_run => true) WHERE action = 'blocked'}),
+	qr/^cannot migrate public\.mig_dist\.id: Citus distributes tables by the columns it would change \(SQLSTATE 0A000\)\. Distribution columns: public\.mig_dist\.id\..*undistribute_table\('public\.mig_dist'\)/,
+	'flake_migrate: a dry run on a distribution column has a blocked step with the procedure');
+my ($rc, $stdout, $stderr) = $coord->psql('postgres', q{SELECT * FROM flake_migrate('mig_dist')});
+like($stderr, qr/ERROR:  cannot migrate public\.mig_dist\.id: Citus distributes tables by the columns it would change/,
+	'flake_migrate: a real run on a distribution column is refused with flake\'s message');
+is($coord->safe_psql('postgres', q{SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'mig_dist'::regclass}),
+	q{nextval('mig_dist_id_seq'::regclass)}, 'flake_migrate: the refused table is unchanged');
+foreach my $t ('mig_ref', 'mig_tenant')
+{
+	$coord->safe_psql('postgres', "SELECT * FROM flake_migrate('$t')");
+	$coord->safe_psql('postgres', "INSERT INTO $t (" . ($t eq 'mig_tenant' ? 'tenant, ' : '') . "v) VALUES (" . ($t eq 'mig_tenant' ? '3, ' : '') . "'c')");
+	is($coord->safe_psql('postgres', "SELECT count(*) FROM $t WHERE id > 1000000"), '1',
+		"flake_migrate: $t (" . ($t eq 'mig_ref' ? 'a reference table' : 'a key that is not the distribution column') . ') gets flake ids');
+}
+
 # --- explicit ranges win over the groups
 my %explicit = ($coord => '0-99', $w1 => '100-199', $w2 => '200-299');
 foreach my $node (@servers)
@@ -226,6 +257,20 @@ is($coord->safe_psql('postgres', $rows_by_group . q{
 		FROM rows_by_group t
 		GROUP BY t.groupid) x}),
 	'1:1-1/1-1;3:2-2/2-2', 'explicit ranges: each worker generates on its own flake.nodes and flake.randflake_nodes');
+
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM flake_citus_check()'), '0',
+	'explicit ranges: the cluster check finds nothing');
+
+# --- the cluster check: an overlap and a layout mismatch, one row each per node
+$w2->append_conf('postgresql.conf', "flake.nodes = '150-250'\nflake.sequence_bits = 11\n");
+$w2->restart;
+my ($p1, $p2) = ($w1->port, $w2->port);
+is($coord->safe_psql('postgres', 'SELECT node, problem FROM flake_citus_check()'),
+	"127.0.0.1:$p1|flake_next() node ranges overlap\n127.0.0.1:$p2|flake_next() node ranges overlap\n127.0.0.1:$p2|layout differs",
+	'the cluster check reports the overlap on both nodes and the layout on the one that differs');
+$coord->safe_psql('postgres', 'CREATE ROLE plain LOGIN');
+($rc, $stdout, $stderr) = $coord->psql('postgres', 'SELECT * FROM flake_citus_check()', extra_params => [ '-U', 'plain' ]);
+like($stderr, qr/permission denied for function flake_citus_check/, 'the cluster check is not for every role');
 
 $_->stop foreach @servers;
 done_testing();
