@@ -34,6 +34,9 @@
 #include "catalog/pg_namespace.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "replication/logicalworker.h"
+#include "replication/worker_internal.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -210,4 +213,62 @@ flake_citus_share(int32 group, int space_bits, int share_bits,
 						   (long long) groups - 1),
 				 errhint("%s", hint)));
 	return (int64) group << share_bits;
+}
+
+/*
+ * Is this backend the apply worker of a Citus shard move or split?  Those
+ * copy rows between the cluster's own nodes, so they bring rows made on
+ * any group, this one's included.  Citus names their subscriptions so.
+ */
+bool
+flake_citus_shard_transfer(void)
+{
+	return IsLogicalWorker() && MySubscription != NULL &&
+		(strncmp(MySubscription->name, "citus_shard_move_subscription_", 30) == 0 ||
+		 strncmp(MySubscription->name, "citus_shard_split_subscription_", 31) == 0);
+}
+
+/*
+ * The distributed table of a Citus shard (named <table>_<shard id>), or
+ * NULL when the relation is not one: for messages, which should name the
+ * table users know, not a shard on a worker.
+ */
+const char *
+flake_citus_shard_table(const char *relname)
+{
+	const char *suffix = strrchr(relname, '_');
+	Oid			shard_relid = get_relname_relid("pg_dist_shard", PG_CATALOG_NAMESPACE);
+	const char *result = NULL;
+	char	   *end;
+	int64		shardid;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	if (suffix == NULL || !OidIsValid(shard_relid) || !isdigit((unsigned char) suffix[1]))
+		return NULL;
+	errno = 0;
+	shardid = strtoi64(suffix + 1, &end, 10);
+	if (*end != '\0' || errno != 0)
+		return NULL;
+
+	/* pg_dist_shard (logicalrelid regclass, shardid bigint, ...) */
+	rel = table_open(shard_relid, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (result == NULL && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		Datum		id = heap_getattr(tuple, 2, RelationGetDescr(rel), &isnull);
+		char	   *table;
+
+		if (isnull || DatumGetInt64(id) != shardid)
+			continue;
+		table = get_rel_name(DatumGetObjectId(heap_getattr(tuple, 1, RelationGetDescr(rel), &isnull)));
+		if (table != NULL && strlen(table) == (size_t) (suffix - relname) &&
+			strncmp(table, relname, suffix - relname) == 0)
+			result = table;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
 }

@@ -16,6 +16,8 @@ extern bool flake_citus_latched;
 extern bool flake_citus_recheck;
 extern int32 flake_citus_latched_group;
 extern int32 flake_citus_read_group(const char *generator);
+extern bool flake_citus_shard_transfer(void);
+extern const char *flake_citus_shard_table(const char *relname);
 extern int64 flake_citus_share(int32 group, int space_bits, int share_bits,
 							   const char *generator, const char *hint);
 

@@ -466,6 +466,26 @@ lease_space(FlakeNodeSpace *space)
 								RANDFLAKE_CITUS_SHARE_BITS, "flake.randflake_nodes");
 }
 
+/*
+ * The nodes of this server's Citus group, when randflake_next() leases from
+ * them (flake.randflake_nodes at its default, preloaded, Citus in this
+ * database): for flake_guard.
+ */
+bool
+randflake_citus_nodes(int *first, int *count)
+{
+	FlakeNodeSpace space;
+
+	if (randflake_shared == NULL)
+		return false;
+	lease_space(&space);
+	if (space.count == randflake_shared->nnodes)
+		return false;
+	*first = space.first->id;
+	*count = space.count;
+	return true;
+}
+
 /* Add the ids issued on a node to its count in flake_leases. */
 static void
 publish_issued(RandflakeLease *lease)

@@ -200,6 +200,26 @@ snowflake_citus_share(FlakeNodeSpace *space)
 								SNOWFLAKE_CITUS_SHARE_BITS, "flake.nodes");
 }
 
+/*
+ * The nodes of this server's Citus group, when flake_next() leases from
+ * them (flake.nodes empty, preloaded, Citus in this database): for
+ * flake_guard.
+ */
+bool
+snowflake_citus_nodes(int *first, int *count)
+{
+	FlakeNodeSpace space;
+
+	if (*snowflake_nodes_string != '\0' || !snowflake_node_space(&space))
+		return false;
+	snowflake_citus_share(&space);
+	if (space.count == 1 << snowflake_node_bits)
+		return false;
+	*first = space.first->id;
+	*count = space.count;
+	return true;
+}
+
 static void
 release_lease(int code, Datum arg)
 {

@@ -242,6 +242,72 @@ foreach my $t ('mig_ref', 'mig_tenant')
 		"flake_migrate: $t (" . ($t eq 'mig_ref' ? 'a reference table' : 'a key that is not the distribution column') . ') gets flake ids');
 }
 
+# --- flake_guard on a distributed table: the hint names the table; a shard
+# moves while clients write on the coordinator and on the worker it moves to
+# (rows made in the target's own group come to it through the move)
+$coord->safe_psql('postgres', q{
+	CREATE TABLE guarded (tenant int NOT NULL, f bigint NOT NULL DEFAULT flake_next(),
+		r bigint NOT NULL DEFAULT randflake_next(), PRIMARY KEY (tenant, f));
+	SELECT create_distributed_table('guarded', 'tenant', shard_count => 2);
+	SET citus.enable_unsafe_triggers = on;
+	CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON guarded
+		FOR EACH ROW EXECUTE FUNCTION flake_guard('f', 'r:randflake');
+});
+($rc, $stdout, $stderr) = $coord->psql('postgres', 'INSERT INTO guarded (tenant) VALUES (1)');
+like($stderr, qr/trigger "guard" on table "guarded" does not fire for replicated rows.*HINT:  Enable it for rows applied by replication: ALTER TABLE guarded ENABLE REPLICA TRIGGER guard;/s,
+	'flake_guard: the hint names the distributed table and its trigger, not a shard\'s');
+$coord->safe_psql('postgres', 'SET citus.enable_unsafe_triggers = on; ALTER TABLE guarded ENABLE ALWAYS TRIGGER guard');
+$w2->safe_psql('postgres', 'INSERT INTO guarded (tenant) SELECT g % 8 FROM generate_series(1, 1000) g');
+# each row in its own transaction, for 3 s: the move starts in the middle
+# (it creates its replication slot once they end or the next running-xacts
+# record is logged, so its catch-up may see none of them: the apply worker
+# is tested on its own below)
+my $writes = q{DO $$ DECLARE stop timestamptz := clock_timestamp() + interval '3 s'; i int := 0;
+	BEGIN WHILE clock_timestamp() < stop LOOP
+		INSERT INTO guarded (tenant) VALUES (i % 8); COMMIT; i := i + 1; END LOOP; END $$;};
+my ($from, $to) = ($w1->port, $w2->port);
+is(concurrently([ $coord, $writes ], [ $w2, $writes ], [ $w2, $writes ], [ $coord, qq{
+	SELECT pg_sleep(1);
+	SET statement_timeout = '60s';
+	SELECT citus_move_shard_placement(shardid, '127.0.0.1', $from, '127.0.0.1', $to, shard_transfer_mode => 'force_logical')
+	FROM pg_dist_shard JOIN pg_dist_placement USING (shardid) JOIN pg_dist_node USING (groupid)
+	WHERE logicalrelid = 'guarded'::regclass AND nodeport = $from;
+} ]), 0, 'flake_guard: a guarded shard moves while clients write');
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) = count(DISTINCT f) AND count(*) = count(DISTINCT r) AND count(*) > 1000, count(DISTINCT nodeport) FROM guarded,
+		pg_dist_placement p JOIN pg_dist_node USING (groupid)
+	WHERE p.shardid = get_shard_id_for_distribution_column('guarded', tenant)}),
+	't|1', 'flake_guard: no duplicate, all shards on one worker');
+
+# The apply workers of shard moves and splits are known by Citus's names for
+# their subscriptions: rows made on worker2's own group come back to it
+# through a subscription of that name and pass; through another, the guard
+# refuses them (its own nodes are its group's share)
+$w1->safe_psql('postgres', 'SET citus.enable_ddl_propagation = off; CREATE TABLE echo (f bigint PRIMARY KEY, r bigint NOT NULL); CREATE PUBLICATION echo_pub FOR TABLE echo');
+$w2->safe_psql('postgres', q{
+	SET citus.enable_ddl_propagation = off;
+	CREATE TABLE echo (f bigint PRIMARY KEY, r bigint NOT NULL);
+	CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON echo FOR EACH ROW EXECUTE FUNCTION flake_guard('f', 'r:randflake');
+	ALTER TABLE echo ENABLE ALWAYS TRIGGER guard;
+});
+my $w1conn = $w1->connstr . ' dbname=postgres';
+my $made_on_w2 = $w2->safe_psql('postgres', 'SELECT string_agg(format($$(%s, %s)$$, flake_next(), randflake_next()), $$,$$) FROM generate_series(1, 10)');
+$w2->safe_psql('postgres', "CREATE SUBSCRIPTION citus_shard_move_subscription_echo CONNECTION '$w1conn' PUBLICATION echo_pub WITH (copy_data = false)");
+$w2->wait_for_subscription_sync($w1, 'citus_shard_move_subscription_echo');
+$w1->safe_psql('postgres', "INSERT INTO echo VALUES $made_on_w2");
+$w2->poll_query_until('postgres', 'SELECT count(*) = 10 FROM echo')
+  or die 'rows of a Citus shard move subscription did not arrive';
+pass('flake_guard: rows a Citus shard move applies pass, also those made in this group');
+$w2->safe_psql('postgres', 'DROP SUBSCRIPTION citus_shard_move_subscription_echo');
+$made_on_w2 = $w2->safe_psql('postgres', 'SELECT format($$(%s, %s)$$, flake_next(), randflake_next())');
+my $log_offset = -s $w2->logfile;
+$w2->safe_psql('postgres', "CREATE SUBSCRIPTION echo_other CONNECTION '$w1conn' PUBLICATION echo_pub WITH (copy_data = false)");
+$w2->wait_for_subscription_sync($w1, 'echo_other');
+$w1->safe_psql('postgres', "INSERT INTO echo VALUES $made_on_w2");
+ok($w2->wait_for_log(qr/replicated flake id \d+ in column "f" of table "echo" was made on node \d+, one of this server's own nodes.*\n.*DETAIL:  .*and so has this server's Citus group, which generates on nodes 48-63 \(flake.nodes at its default\)/, $log_offset),
+	'flake_guard: through another subscription, a row made in this group is refused');
+$w2->safe_psql('postgres', 'DROP SUBSCRIPTION echo_other');
+
 # --- explicit ranges win over the groups
 my %explicit = ($coord => '0-99', $w1 => '100-199', $w2 => '200-299');
 foreach my $node (@servers)
