@@ -53,6 +53,7 @@ my $coord = citus_server('coordinator');
 my $w1 = citus_server('worker1');
 my $w2 = citus_server('worker2');
 my @servers = ($coord, $w1, $w2);
+my ($rc, $stdout, $stderr);
 
 # --- before a node is added: group 0 without nodes refuses
 foreach my $gen ('flake_next()', 'randflake_next()', 'ulidflake_next()')
@@ -204,6 +205,9 @@ my $rows_by_group = q{
 run_paths('default settings');
 is($coord->safe_psql('postgres', "SELECT string_agg(DISTINCT (flake_node(f) >> 4)::text, ',') FROM by_tenant WHERE path = 'multi-row'"),
 	'0', 'default settings: the coordinator generates in group 0');
+($rc, $stdout, $stderr) = $coord->psql('postgres', 'SELECT flake_next(16)');
+like($stderr, qr/node 16 is not in this server's Citus node range/, 'flake_next(node) refuses a node of another group');
+is($coord->safe_psql('postgres', 'SELECT flake_node(flake_next(15))'), '15', 'flake_next(node) takes a node of its group');
 is($coord->safe_psql('postgres', $rows_by_group . q{
 	SELECT string_agg(g, ';' ORDER BY g) FROM (
 		SELECT t.groupid::text || ':' || string_agg(DISTINCT (flake_node(t.f) >> 4)::text || '/' || ((randflake_decode(t.r)).node >> 8)::text || '/' || ulidflake_sid(t.u)::text, ',') AS g
@@ -229,7 +233,7 @@ $coord->safe_psql('postgres', q{
 like($coord->safe_psql('postgres', q{SELECT detail FROM flake_migrate('mig_dist', dry_run => true) WHERE action = 'blocked'}),
 	qr/^cannot migrate public\.mig_dist\.id: Citus distributes tables by the columns it would change \(SQLSTATE 0A000\)\. Distribution columns: public\.mig_dist\.id\..*undistribute_table\('public\.mig_dist'\)/,
 	'flake_migrate: a dry run on a distribution column has a blocked step with the procedure');
-my ($rc, $stdout, $stderr) = $coord->psql('postgres', q{SELECT * FROM flake_migrate('mig_dist')});
+($rc, $stdout, $stderr) = $coord->psql('postgres', q{SELECT * FROM flake_migrate('mig_dist')});
 like($stderr, qr/ERROR:  cannot migrate public\.mig_dist\.id: Citus distributes tables by the columns it would change/,
 	'flake_migrate: a real run on a distribution column is refused with flake\'s message');
 is($coord->safe_psql('postgres', q{SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'mig_dist'::regclass}),
@@ -327,8 +331,17 @@ is($coord->safe_psql('postgres', $rows_by_group . q{
 is($coord->safe_psql('postgres', 'SELECT count(*) FROM flake_citus_check()'), '0',
 	'explicit ranges: the cluster check finds nothing');
 
+# --- a group beyond the layout: with 5 node bits, flake_next() has 2 groups
+$w2->append_conf('postgresql.conf', "flake.nodes = ''\nflake.randflake_nodes = '0-131071'\nflake.node_bits = 5\n");
+$w2->restart;
+($rc, $stdout, $stderr) = $w2->psql('postgres', 'SELECT flake_next()');
+like($stderr, qr/flake_next\(\) cannot know its node range: Citus group 3 is beyond the groups its node space holds/,
+	'flake_next() refuses a group beyond the layout');
+is($w2->safe_psql('postgres', 'SELECT (randflake_decode(randflake_next())).node >> 8'), '3',
+	'randflake_next() still has room for the group');
+
 # --- the cluster check: an overlap and a layout mismatch, one row each per node
-$w2->append_conf('postgresql.conf', "flake.nodes = '150-250'\nflake.sequence_bits = 11\n");
+$w2->append_conf('postgresql.conf', "flake.node_bits = 10\nflake.nodes = '150-250'\nflake.sequence_bits = 11\n");
 $w2->restart;
 my ($p1, $p2) = ($w1->port, $w2->port);
 is($coord->safe_psql('postgres', 'SELECT node, problem FROM flake_citus_check()'),
