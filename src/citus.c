@@ -155,7 +155,7 @@ flake_citus_read_group(const char *generator)
 			if (unadded)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("%s cannot know its node range: this server is not part of a Citus cluster yet",
+						 errmsg("%s() cannot know its node range: this server is not part of a Citus cluster yet",
 								generator),
 						 errdetail("Citus is installed in database \"%s\" with group id 0 and no nodes in pg_dist_node: a worker not added yet, or a coordinator without nodes. flake gives each Citus group its own node range, and group 0 is the coordinator's.",
 								   get_database_name(MyDatabaseId)),
@@ -182,7 +182,7 @@ flake_citus_read_group(const char *generator)
 		describe(&to, changed_to);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s refuses to generate: database \"%s\" changed from %s to %s while this session was generating",
+				 errmsg("%s() refuses to generate: database \"%s\" changed from %s to %s while this session was generating",
 						generator, get_database_name(MyDatabaseId), from.data, to.data),
 				 errdetail("This session's ids came from the node range of %s; it does not move to another range while it runs.",
 						   from.data),
@@ -194,11 +194,12 @@ flake_citus_read_group(const char *generator)
 /*
  * The first node of a group's share of a node space of 2^space_bits nodes,
  * 2^share_bits nodes to a group.  Errors for a group beyond the space,
- * with a hint of what to configure instead.
+ * with a hint of what to configure instead: the nodes setting, or with
+ * none, sids of the node's own.
  */
 int64
 flake_citus_share(int32 group, int space_bits, int share_bits,
-				  const char *generator, const char *hint)
+				  const char *generator, const char *setting)
 {
 	int64		groups = space_bits >= share_bits ?
 	INT64CONST(1) << (space_bits - share_bits) : 0;
@@ -206,12 +207,16 @@ flake_citus_share(int32 group, int space_bits, int share_bits,
 	if (group >= groups)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s cannot know its node range: Citus group %d is beyond the groups its node space holds",
+				 errmsg("%s() cannot know its node range: Citus group %d is beyond the groups its node space holds",
 						generator, group),
 				 errdetail("Each Citus group takes %d of the %lld nodes, for groups 0 to %lld; Citus numbers groups as nodes are added and never reuses a number.",
 						   1 << share_bits, (long long) (INT64CONST(1) << space_bits),
 						   (long long) groups - 1),
-				 errhint("%s", hint)));
+				 setting != NULL ?
+				 errhint("Give this server %s of its own, disjoint from every other node's (restart).",
+						 setting) :
+				 errhint("Call %s(sid) with sids of this server's own, which no other node uses.",
+						 generator)));
 	return (int64) group << share_bits;
 }
 

@@ -19,10 +19,11 @@ extern int32 flake_citus_read_group(const char *generator);
 extern bool flake_citus_shard_transfer(void);
 extern const char *flake_citus_shard_table(const char *relname);
 extern int64 flake_citus_share(int32 group, int space_bits, int share_bits,
-							   const char *generator, const char *hint);
+							   const char *generator, const char *setting);
 
 /*
- * The Citus group this backend generates for, or FLAKE_CITUS_NONE: read at
+ * The Citus group this backend generates for, or FLAKE_CITUS_NONE (generator
+ * is the generator's SQL name, for messages): read at
  * its first call and kept, so that after that it costs a branch.  A change
  * of the catalog that may have moved the group (a relcache invalidation of
  * pg_dist_local_group, Citus installed or removed) makes the next call read

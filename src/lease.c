@@ -112,15 +112,13 @@ void
 flake_lease_citus_share(FlakeNodeSpace *space, int space_bits, int share_bits,
 						const char *setting)
 {
-	char	   *generator = psprintf("%s()", space->generator);
-	int32		group = flake_citus_group(generator);
+	int32		group = flake_citus_group(space->generator);
 	int64		first;
 
 	if (group == FLAKE_CITUS_NONE)
 		return;
-	first = flake_citus_share(group, space_bits, share_bits, generator,
-							  psprintf("Give this server %s of its own, disjoint from every other node's (restart).",
-									   setting));
+	first = flake_citus_share(group, space_bits, share_bits, space->generator,
+							  setting);
 	space->first = flake_node_at(space, (int) first);
 	space->count = 1 << share_bits;
 }

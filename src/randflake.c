@@ -635,12 +635,18 @@ reserve(RandflakeLease *lease, int64 now, int64 mono_ms)
 static uint64
 randflake_next_range(int64 now_ms, int64 now)
 {
+	static int	leasable = 0;	/* nodes this backend may lease from */
 	int64		mono_ms = flake_clock_monotonic_ms();
-	FlakeNodeSpace space;
 	int			max_held;
 
-	lease_space(&space);
-	max_held = Max(1, space.count / 2);
+	if (leasable == 0)
+	{
+		FlakeNodeSpace space;
+
+		lease_space(&space);
+		leasable = space.count;
+	}
+	max_held = Max(1, leasable / 2);
 
 	if (now > high_second ||
 		(uint64) (now_ms - round_started_ms) >= RANDFLAKE_SECOND_MS)
@@ -719,7 +725,7 @@ randflake_next(PG_FUNCTION_ARGS)
 
 	flake_require_shared();
 	if (unlikely(flake_citus_recheck))
-		(void) flake_citus_read_group("randflake_next()");
+		(void) flake_citus_read_group("randflake_next");
 	key = server_key();
 	now_ms = flake_clock_unix_ms();
 	now = now_ms / 1000 - RANDFLAKE_EPOCH_UNIX;

@@ -340,7 +340,7 @@ flake_next(PG_FUNCTION_ARGS)
 	if (unlikely(leased_node < 0))
 		lease_node();
 	else if (unlikely(flake_citus_recheck))
-		(void) flake_citus_read_group("flake_next()");
+		(void) flake_citus_read_group("flake_next");
 	id = snowflake_generate(leased_node);
 
 	/*

@@ -260,13 +260,12 @@ ulidflake_generate(int sid, const char *generator)
 Datum
 ulidflake_next(PG_FUNCTION_ARGS)
 {
-	int32		group = flake_citus_group("ulidflake_next()");
+	int32		group = flake_citus_group("ulidflake_next");
 
 	if (group == FLAKE_CITUS_NONE)
 		PG_RETURN_INT64(ulidflake_generate(ULIDFLAKE_STANDALONE, "ulidflake_next()"));
 	PG_RETURN_INT64(ulidflake_generate((int) flake_citus_share(group, ULIDFLAKE_SID_BITS, 0,
-															   "ulidflake_next()",
-															   "Call ulidflake_next(sid) with sids of this server's own, which no other node uses."),
+															   "ulidflake_next", NULL),
 									   "ulidflake_next()"));
 }
 
