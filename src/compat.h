@@ -44,4 +44,15 @@
 #define flake_guc_free(ptr) free(ptr)
 #endif
 
+/*
+ * Whether a role owns a table: PostgreSQL 16 checks the owner of any object
+ * with one function (its callers include catalog/pg_class.h).
+ */
+#if PG_VERSION_NUM >= 160000
+#define flake_table_ownercheck(relid, roleid) \
+	object_ownercheck(RelationRelationId, relid, roleid)
+#else
+#define flake_table_ownercheck(relid, roleid) pg_class_ownercheck(relid, roleid)
+#endif
+
 #endif							/* FLAKE_COMPAT_H */

@@ -27,8 +27,9 @@
 /*
  * flake's WAL resource manager, from the range for extensions (128-255).
  * It must be entered on the PostgreSQL wiki page CustomWALResourceManagers
- * before a release, so that no other extension takes it.  Its one record
- * carries the three marks (FlakeMarks) after a move.
+ * before a release, so that no other extension takes it.  This record
+ * carries the three marks (FlakeMarks) after a move; the rekey claims have
+ * a record of their own (claims.h).
  */
 #define FLAKE_RMGR_ID		211
 #define FLAKE_RMGR_NAME		"flake"
