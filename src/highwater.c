@@ -22,6 +22,11 @@
  * The file is replaced, never written in place (datafile.c), so a full
  * disk or a crash at any point leaves the old marks or the new ones.
  *
+ * The file also names the server that wrote it (its system identifier)
+ * and the servers whose marks it took over: pg_upgrade and pg_dump carry
+ * a database to a new server without this file, which must then be
+ * copied from the old one (origin.c refuses to generate until it is).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -38,7 +43,8 @@
 
 #define FLAKE_HWM_FILE		"flake.hwm"
 #define FLAKE_HWM_TEMP_FILE	"flake.hwm.tmp"
-#define FLAKE_HWM_MAGIC		0x464C4B33	/* "FLK3" */
+#define FLAKE_HWM_MAGIC		0x464C4B34	/* "FLK4" */
+#define FLAKE_HWM_MAGIC_V3	0x464C4B33	/* "FLK3": no servers */
 #define FLAKE_HWM_MAGIC_V2	0x464C4B32	/* "FLK2": no ulidflake mark */
 
 typedef struct FlakeHwmFile
@@ -46,8 +52,18 @@ typedef struct FlakeHwmFile
 	uint32		magic;
 	uint32		reserved;
 	FlakeMarks	marks;
+	FlakeServers servers;
 	pg_crc32c	crc;			/* of the fields above */
 } FlakeHwmFile;
+
+/* The file as releases before the servers wrote it. */
+typedef struct FlakeHwmFileV3
+{
+	uint32		magic;
+	uint32		reserved;
+	FlakeMarks	marks;
+	pg_crc32c	crc;
+} FlakeHwmFileV3;
 
 /* The file as releases before the ulidflake mark wrote it. */
 typedef struct FlakeHwmFileV2
@@ -60,38 +76,37 @@ typedef struct FlakeHwmFileV2
 } FlakeHwmFileV2;
 
 /*
- * Read the high-water marks (0 when no file exists yet).  Called in the
- * postmaster while it creates shared memory.  A damaged file stops the
- * server: without it, ids issued before could be issued again.  A file in
- * the format before the ulidflake mark is read with that mark at 0 (those
- * releases kept no ulidflake mark); the next write is in the new format.
+ * Read flake.hwm: the marks (0 when there is no file yet), and the
+ * servers whose marks they hold besides this one's: those the file lists,
+ * and the server that wrote it when that is another (the file was copied
+ * from it, see the README's upgrade steps).  A file of the formats before
+ * the servers is taken as this server's own (they were written where they
+ * lie, unless copied); one before the ulidflake mark has that mark at 0
+ * (those releases kept none).  The next write is in the current format.
+ * False when the file is damaged.
  */
-void
-flake_hwm_read(FlakeMarks *marks)
+static bool
+hwm_read_file(FlakeMarks *marks, FlakeServers *servers)
 {
 	union
 	{
-		FlakeHwmFile v3;
+		FlakeHwmFile v4;
+		FlakeHwmFileV3 v3;
 		FlakeHwmFileV2 v2;
 		char		bytes[sizeof(FlakeHwmFile) + 1];
 	}			data;
 	int			fd;
 	int			nread;
+	uint64		own = GetSystemIdentifier();
 
 	memset(marks, 0, sizeof(*marks));
-
-	/* a replacement that a crash or a full disk left unfinished */
-	if (unlink(FLAKE_HWM_TEMP_FILE) != 0 && errno != ENOENT)
-		ereport(FATAL,
-				(errcode_for_file_access(),
-				 errmsg("could not remove file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
-
+	memset(servers, 0, sizeof(*servers));
 	fd = OpenTransientFile(FLAKE_HWM_FILE, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
 		if (errno == ENOENT)
-			return;
-		ereport(FATAL,
+			return true;
+		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", FLAKE_HWM_FILE)));
 	}
@@ -99,8 +114,18 @@ flake_hwm_read(FlakeMarks *marks)
 	nread = read(fd, &data, sizeof(data));
 	CloseTransientFile(fd);
 
-	if (nread == sizeof(FlakeHwmFile) && data.v3.magic == FLAKE_HWM_MAGIC &&
-		EQ_CRC32C(data.v3.crc, flake_datafile_crc(&data.v3, offsetof(FlakeHwmFile, crc))))
+	if (nread == sizeof(FlakeHwmFile) && data.v4.magic == FLAKE_HWM_MAGIC &&
+		EQ_CRC32C(data.v4.crc, flake_datafile_crc(&data.v4, offsetof(FlakeHwmFile, crc))) &&
+		data.v4.servers.count <= FLAKE_HWM_MAX_SERVERS)
+	{
+		*marks = data.v4.marks;
+		for (uint32 i = 0; i < data.v4.servers.count; i++)
+			flake_servers_add(servers, data.v4.servers.id[i], own);
+		flake_servers_add(servers, data.v4.servers.writer, own);
+		servers->writer = data.v4.servers.writer;
+	}
+	else if (nread == sizeof(FlakeHwmFileV3) && data.v3.magic == FLAKE_HWM_MAGIC_V3 &&
+			 EQ_CRC32C(data.v3.crc, flake_datafile_crc(&data.v3, offsetof(FlakeHwmFileV3, crc))))
 		*marks = data.v3.marks;
 	else if (nread == sizeof(FlakeHwmFileV2) && data.v2.magic == FLAKE_HWM_MAGIC_V2 &&
 			 EQ_CRC32C(data.v2.crc, flake_datafile_crc(&data.v2, offsetof(FlakeHwmFileV2, crc))))
@@ -109,6 +134,27 @@ flake_hwm_read(FlakeMarks *marks)
 		marks->mark[FLAKE_HWM_RANDFLAKE] = data.v2.randflake_unix_s;
 	}
 	else
+		return false;
+	return true;
+}
+
+/*
+ * Read the high-water marks at start, in the postmaster while it creates
+ * shared memory.  A damaged file stops the server: without it, ids issued
+ * before could be issued again.
+ */
+void
+flake_hwm_read(FlakeMarks *marks)
+{
+	FlakeServers servers;
+
+	/* a replacement that a crash or a full disk left unfinished */
+	if (unlink(FLAKE_HWM_TEMP_FILE) != 0 && errno != ENOENT)
+		ereport(FATAL,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
+
+	if (!hwm_read_file(marks, &servers))
 		ereport(FATAL,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_FILE),
@@ -117,18 +163,61 @@ flake_hwm_read(FlakeMarks *marks)
 }
 
 /*
- * Replace the file with the marks (see datafile.c).  A temporary file left
- * behind by a crash is removed at the next start.  The caller holds the
- * marks' lock exclusively.
+ * The other servers whose marks flake.hwm holds (see hwm_read_file), and
+ * the one that wrote it (0 if none did in this format).  A damaged file is
+ * an error.
+ */
+void
+flake_hwm_servers(FlakeServers *servers)
+{
+	FlakeMarks	marks;
+
+	if (!hwm_read_file(&marks, servers))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_FILE),
+				 errdetail("It records the newest timestamp flake may have issued; without it, ids could repeat.")));
+}
+
+/*
+ * Add a server's system identifier to the list, unless it is own (this
+ * server's), 0 (none) or listed already.  A list that is full keeps the
+ * servers it has: the oldest matter most (databases carry the identifier
+ * of the server they were created on), and more than
+ * FLAKE_HWM_MAX_SERVERS copies of flake.hwm from server to server do not
+ * happen.
+ */
+void
+flake_servers_add(FlakeServers *servers, uint64 id, uint64 own)
+{
+	if (id == 0 || id == own || servers->count == FLAKE_HWM_MAX_SERVERS)
+		return;
+	for (uint32 i = 0; i < servers->count; i++)
+		if (servers->id[i] == id)
+			return;
+	servers->id[servers->count++] = id;
+}
+
+/*
+ * Replace the file with the marks (see datafile.c), keeping the servers it
+ * lists, and naming this one as its writer.  A temporary file left behind
+ * by a crash is removed at the next start.  The caller holds the marks'
+ * lock exclusively.
  */
 static void
 hwm_write(const FlakeMarks *marks)
 {
 	FlakeHwmFile data;
+	FlakeMarks	old_marks;
 
 	memset(&data, 0, sizeof(data));
+	if (!hwm_read_file(&old_marks, &data.servers))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_FILE)));
 	data.magic = FLAKE_HWM_MAGIC;
 	data.marks = *marks;
+	data.servers.writer = GetSystemIdentifier();
 	data.crc = flake_datafile_crc(&data, offsetof(FlakeHwmFile, crc));
 	flake_datafile_replace(FLAKE_HWM_FILE, FLAKE_HWM_TEMP_FILE,
 						   &data, sizeof(data));

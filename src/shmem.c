@@ -20,6 +20,7 @@
 #include "storage/shmem.h"
 
 #include "highwater.h"
+#include "origin.h"
 #include "shmem.h"
 
 /* the Snowflake, ulidflake and Randflake families */
@@ -121,7 +122,8 @@ flake_require_shared(void)
 
 /*
  * The slow path of flake_refuse_in_recovery: refuse during recovery, and
- * the first time after it, raise every part's state to the marks that WAL
+ * in a database carried from another server whose marks this one lacks
+ * (origin.c); the first time after recovery, raise every part's state to the marks that WAL
  * replay left (a promoted standby set up its shared memory from the
  * flake.hwm it had at start; crash recovery and a restored backup replay
  * marks too).  No generator has run in this shared memory before that,
@@ -137,6 +139,10 @@ flake_check_recovery(const char *generator)
 				 errmsg("cannot execute %s during recovery", generator),
 				 errdetail("This server is a standby or is still replaying WAL; ids made here could repeat its primary's."),
 				 errhint("Generate ids on the primary. A standby generates ids once it is promoted.")));
+
+	/* a database carried from another server needs that server's marks */
+	if (flake_shared != NULL)
+		flake_origin_check();
 
 	if (flake_shared != NULL)
 	{
