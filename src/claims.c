@@ -34,6 +34,7 @@
 
 #define FLAKE_REKEYS_FILE		"flake.rekeys"
 #define FLAKE_REKEYS_TEMP		"flake.rekeys.tmp"
+#define FLAKE_REKEYS_IMPORT		"flake.rekeys.import"
 #define FLAKE_REKEYS_MAGIC		0x464C4B52	/* "FLKR" */
 
 typedef struct RekeyFileHeader
@@ -69,12 +70,11 @@ flake_claims_parse(const char *data, Size len, FlakeRekeyClaim **claims,
 }
 
 /*
- * Read the claims made so far (none when there is no file yet).  A damaged
- * file is an error: without it, a node's milliseconds could be claimed
- * twice.
+ * Read the claims of a file (none when it does not exist).  A damaged file
+ * is an error: without it, a node's milliseconds could be claimed twice.
  */
-FlakeRekeyClaim *
-flake_claims_read(uint32 *count)
+static FlakeRekeyClaim *
+read_claims_file(const char *path, uint32 *count, bool *found)
 {
 	FlakeRekeyClaim *claims = NULL;
 	struct stat st;
@@ -83,19 +83,21 @@ flake_claims_read(uint32 *count)
 	bool		ok;
 
 	*count = 0;
-	fd = OpenTransientFile(FLAKE_REKEYS_FILE, O_RDONLY | PG_BINARY);
+	*found = false;
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
 		if (errno == ENOENT)
 			return NULL;
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", FLAKE_REKEYS_FILE)));
+				 errmsg("could not open file \"%s\": %m", path)));
 	}
+	*found = true;
 	if (fstat(fd, &st) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not stat file \"%s\": %m", FLAKE_REKEYS_FILE)));
+				 errmsg("could not stat file \"%s\": %m", path)));
 	data = palloc(Max(st.st_size, 1));
 	ok = read(fd, data, st.st_size) == st.st_size &&
 		flake_claims_parse(data, st.st_size, &claims, count);
@@ -104,9 +106,18 @@ flake_claims_read(uint32 *count)
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("flake rekey claims file \"%s\" is damaged", FLAKE_REKEYS_FILE),
+				 errmsg("flake rekey claims file \"%s\" is damaged", path),
 				 errdetail("It records which nodes and milliseconds earlier rekeys used; without it, rekeyed ids could repeat.")));
 	return claims;
+}
+
+/* The claims made so far, from flake.rekeys. */
+FlakeRekeyClaim *
+flake_claims_read(uint32 *count)
+{
+	bool		found;
+
+	return read_claims_file(FLAKE_REKEYS_FILE, count, &found);
 }
 
 /* Replace the file with the claims, durably (see datafile.c). */
@@ -197,4 +208,29 @@ flake_claims_add(const FlakeRekeyClaim *added, uint32 nadded, bool log)
 		XLogFlush(XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_REKEY_CLAIMS));
 	}
 	pfree(claims);
+}
+
+/*
+ * At start, in the postmaster (no other process runs, so no lock): take
+ * over the claims of flake.rekeys.import, another server's flake.rekeys
+ * copied here by the operator (see the README's upgrade steps), then
+ * remove it.  A crash in between takes them over again, which changes
+ * nothing.  Not logged in WAL (it cannot be written yet): a standby made
+ * before this start lacks them, and refuses to generate in the databases
+ * that came from the other server until it is made again (origin.c).
+ */
+void
+flake_claims_import(void)
+{
+	FlakeRekeyClaim *claims;
+	uint32		count;
+	bool		found;
+
+	claims = read_claims_file(FLAKE_REKEYS_IMPORT, &count, &found);
+	if (!found)
+		return;
+	flake_claims_add(claims, count, false);
+	durable_unlink(FLAKE_REKEYS_IMPORT, FATAL);
+	ereport(LOG,
+			(errmsg("flake took over the rekey claims of \"%s\"", FLAKE_REKEYS_IMPORT)));
 }

@@ -47,5 +47,6 @@ extern bool flake_claims_parse(const char *data, Size len,
 							   FlakeRekeyClaim **claims, uint32 *count);
 extern void flake_claims_add(const FlakeRekeyClaim *added, uint32 nadded,
 							 bool log);
+extern void flake_claims_import(void);
 
 #endif							/* FLAKE_CLAIMS_H */

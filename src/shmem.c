@@ -19,6 +19,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
+#include "claims.h"
 #include "highwater.h"
 #include "origin.h"
 #include "shmem.h"
@@ -54,7 +55,8 @@ flake_shmem_request(void)
  * no id issued before the restart can be issued again, whatever the clock
  * says now.  WAL replay may raise the marks further (crash recovery, a
  * standby, a restored backup); flake_check_recovery raises the state to
- * them before the first id.
+ * them before the first id.  Another server's files copied here to be
+ * taken over (flake.rekeys.import, flake.hwm.import) are merged first.
  */
 static void
 flake_shmem_startup(void)
@@ -69,6 +71,8 @@ flake_shmem_startup(void)
 	flake_shared = ShmemInitStruct("flake", sizeof(FlakeSharedState), &found);
 	if (!found)
 	{
+		/* the claims first: a server that flake.hwm names has its claims */
+		flake_claims_import();
 		flake_hwm_read(&marks);
 		flake_hwm_init(&flake_shared->marks.value, &marks);
 		flake_shared->lock = &(GetNamedLWLockTranche("flake"))->lock;

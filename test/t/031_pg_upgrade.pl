@@ -58,22 +58,25 @@ sub refused
 	{
 		my ($ret, $stdout, $stderr) = $node->psql($db, "\\set VERBOSITY verbose\n$call");
 		like($stderr,
-			qr/ERROR:  55000: this database holds ids of another server, whose flake state this server lacks.*HINT:  Stop this server, copy flake.hwm and flake.rekeys/s,
+			qr/ERROR:  55000: this database holds ids of another server, whose flake state this server lacks.*HINT:  Stop this server, copy flake.hwm and flake.rekeys .* as flake.hwm.import and flake.rekeys.import/s,
 			"$what: $call is refused");
 	}
 }
 
-# copy the old server's files into a new one (stopped): then no id issued before is
-# issued again, and a rekey of the same times takes another node
+# copy the old server's files into a new one (stopped) to be taken over:
+# then no id issued before is issued again, and a rekey of the same times
+# takes another node
 sub take_over
 {
 	my ($old, $node, $db, $what) = @_;
-	copy($old->data_dir . "/$_", $node->data_dir . "/$_") or die "copy $_: $!"
+	copy($old->data_dir . "/$_", $node->data_dir . "/$_.import") or die "copy $_: $!"
 	  for qw(flake.hwm flake.rekeys);
 	$node->start;
+	ok(!-e $node->data_dir . "/$_.import", "$what: $_.import taken over and removed")
+	  for qw(flake.hwm flake.rekeys);
 	generate($node, $db, 'after');
 	is(reissued($node, $db, 'after'), 'flake 0, randflake 0, ulidflake 0',
-		"after $what with the files copied: no id issued before is issued again");
+		"after $what with the files taken over: no id issued before is issued again");
 	is( $node->safe_psql($db, q{
 			SELECT count(*) FROM flake_migrate('invoices', rekey_from => 'at') WHERE action = 'rekey';
 			SELECT string_agg(DISTINCT flake_node(id)::text, ',') FROM invoices;
@@ -120,14 +123,30 @@ refused($new, 'postgres', 'after pg_upgrade');
 $new->stop;
 take_over($old, $new, 'postgres', 'pg_upgrade');
 
-# the dump restored into a new server
+# the dump restored into another server, which has issued ids of its own
 my $restored = flake_cluster('restored', $conf);
 $restored->start;
-$restored->safe_psql('postgres', 'CREATE DATABASE copy');
+$restored->safe_psql('postgres', q{
+	CREATE EXTENSION flake;
+	CREATE TABLE ids (phase text NOT NULL, family text NOT NULL, id bigint NOT NULL);
+	CREATE TABLE orders (id serial PRIMARY KEY, at timestamptz NOT NULL);
+	INSERT INTO orders (at) SELECT '2020-01-01'::timestamptz + n * interval '1 min' FROM generate_series(1, 2000) n;
+	SELECT count(*) FROM flake_migrate('orders', rekey_from => 'at');
+	CREATE DATABASE copy;
+});
+generate($restored, 'postgres', 'before');
 $restored->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $restored->connstr('copy'), '-f', $dump ],
 	'the dump restored');
 refused($restored, 'copy', 'after a restore');
 $restored->stop;
 take_over($old, $restored, 'copy', 'a restore');
+$restored->start;
+generate($restored, 'postgres', 'after');
+is(reissued($restored, 'postgres', 'after'), 'flake 0, randflake 0, ulidflake 0',
+	'and none of its own ids either');
+is( $restored->safe_psql('postgres', q{
+		SELECT string_agg(DISTINCT flake_node(id)::text, ',') FROM orders}),
+	'1016', 'its own rekey kept its node');
+$restored->stop;
 
 done_testing();
