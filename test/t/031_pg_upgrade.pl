@@ -2,14 +2,16 @@
 # marks (flake.hwm) and rekey claims (flake.rekeys) of the old one's data
 # directory.  With the new server's clock behind the old one's, flake
 # refuses to generate and to claim (55000, with the hint to copy the files)
-# until the files are copied over; then every family continues above
-# every id issued before, and a rekey of the same times gets another node.
+# until the files are copied over and taken over; then every family
+# continues above every id issued before, and a rekey of the same times
+# gets another node.
 # Both within the host's major, as pg_upgrade's own tests do.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use File::Copy;
+use POSIX qw(strftime);
 use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
@@ -19,6 +21,7 @@ use FlakeTest;
 my $conf = qq{flake.nodes = '0-1015'
 flake.rekey_nodes = '1016-1023'
 flake.randflake_secret = '$flake_secret'
+flake.max_borrow = '60s'
 };
 my %generators = (
 	flake     => 'flake_next()',
@@ -49,11 +52,15 @@ sub reissued
 							  WHERE a.phase = '$phase' AND a.family = f.family)) s});
 }
 
-# every generator, and a claim, refused with the hint
+# every generator's burst, and a claim, refused with the hint: no id
+# issued before is issued again (on the code before the check, each family
+# issued the old server's ids here again)
 sub refused
 {
 	my ($node, $db, $what) = @_;
-	for my $call ((map { "SELECT $_" } values %generators),
+	for my $call (
+		(map { "INSERT INTO ids SELECT 'refused', '$_', $generators{$_} FROM generate_series(1, 20000)" }
+			sort keys %generators),
 		"SELECT flake_rekey_claim('invoices', 'at')")
 	{
 		my ($ret, $stdout, $stderr) = $node->psql($db, "\\set VERBOSITY verbose\n$call");
@@ -61,6 +68,8 @@ sub refused
 			qr/ERROR:  55000: this database holds ids of another server, whose flake state this server lacks.*HINT:  Stop this server, copy flake.hwm and flake.rekeys .* as flake.hwm.import and flake.rekeys.import/s,
 			"$what: $call is refused");
 	}
+	is(reissued($node, $db, 'refused'), 'flake 0, randflake 0, ulidflake 0',
+		"$what: no id issued before is issued again");
 }
 
 # copy the old server's files into a new one (stopped) to be taken over:
@@ -85,8 +94,11 @@ sub take_over
 	$node->stop;
 }
 
+# every server's clock frozen at the same second: the new servers' clocks
+# are behind every id the old one issued
 my $old = flake_cluster('old', $conf);
 my $clock = FlakeClock->new($old);
+$clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time())));
 $old->start;
 $old->safe_psql('postgres', q{
 	CREATE EXTENSION flake;
@@ -101,9 +113,6 @@ generate($old, 'postgres', 'before');
 my $dump = $old->basedir . '/dump.sql';
 $old->command_ok([ 'pg_dump', '-d', $old->connstr('postgres'), '-f', $dump ], 'pg_dump');
 $old->stop;
-
-# the new servers' clocks 5 s behind the old one's
-$clock->set('-5s');
 
 # pg_upgrade into a new cluster
 my $new = flake_cluster('new', $conf);
