@@ -49,9 +49,9 @@ typedef struct RekeyFileHeader
  * Take the claims out of the contents of a flake.rekeys file (palloc'd);
  * false when they are not such a file or are damaged.
  */
-bool
-flake_claims_parse(const char *data, Size len, FlakeRekeyClaim **claims,
-				   uint32 *count)
+static bool
+parse_claims(const char *data, Size len, FlakeRekeyClaim **claims,
+			 uint32 *count)
 {
 	RekeyFileHeader header;
 	Size		size;
@@ -100,7 +100,7 @@ read_claims_file(const char *path, uint32 *count, bool *found)
 				 errmsg("could not stat file \"%s\": %m", path)));
 	data = palloc(Max(st.st_size, 1));
 	ok = read(fd, data, st.st_size) == st.st_size &&
-		flake_claims_parse(data, st.st_size, &claims, count);
+		parse_claims(data, st.st_size, &claims, count);
 	CloseTransientFile(fd);
 	pfree(data);
 	if (!ok)

@@ -43,8 +43,6 @@ typedef struct FlakeRekeyClaim
 } FlakeRekeyClaim;
 
 extern FlakeRekeyClaim *flake_claims_read(uint32 *count);
-extern bool flake_claims_parse(const char *data, Size len,
-							   FlakeRekeyClaim **claims, uint32 *count);
 extern void flake_claims_add(const FlakeRekeyClaim *added, uint32 nadded,
 							 bool log);
 extern void flake_claims_import(void);

@@ -76,6 +76,7 @@ typedef struct FlakeHwmFileV2
 	pg_crc32c	crc;
 } FlakeHwmFileV2;
 
+static void servers_add(FlakeServers *servers, uint64 id, uint64 own);
 static void hwm_write_servers(const FlakeMarks *marks,
 							  const FlakeServers *servers);
 
@@ -131,8 +132,8 @@ hwm_read_file(const char *path, FlakeMarks *marks, FlakeServers *servers,
 	{
 		*marks = data.v4.marks;
 		for (uint32 i = 0; i < data.v4.servers.count; i++)
-			flake_servers_add(servers, data.v4.servers.id[i], own);
-		flake_servers_add(servers, data.v4.servers.writer, own);
+			servers_add(servers, data.v4.servers.id[i], own);
+		servers_add(servers, data.v4.servers.writer, own);
 		servers->writer = data.v4.servers.writer;
 	}
 	else if (nread == sizeof(FlakeHwmFileV3) && data.v3.magic == FLAKE_HWM_MAGIC_V3 &&
@@ -201,7 +202,7 @@ flake_hwm_read(FlakeMarks *marks)
 	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
 		marks->mark[i] = Max(marks->mark[i], imported.mark[i]);
 	for (uint32 i = 0; i < imported_servers.count; i++)
-		flake_servers_add(&servers, imported_servers.id[i], GetSystemIdentifier());
+		servers_add(&servers, imported_servers.id[i], GetSystemIdentifier());
 	hwm_write_servers(marks, &servers);
 	durable_unlink(FLAKE_HWM_IMPORT_FILE, FATAL);
 	ereport(LOG,
@@ -235,8 +236,8 @@ flake_hwm_servers(FlakeServers *servers)
  * FLAKE_HWM_MAX_SERVERS copies of flake.hwm from server to server do not
  * happen.
  */
-void
-flake_servers_add(FlakeServers *servers, uint64 id, uint64 own)
+static void
+servers_add(FlakeServers *servers, uint64 id, uint64 own)
 {
 	if (id == 0 || id == own || servers->count == FLAKE_HWM_MAX_SERVERS)
 		return;

@@ -79,7 +79,6 @@ typedef struct FlakeMarkState
 
 extern void flake_hwm_read(FlakeMarks *marks);
 extern void flake_hwm_servers(FlakeServers *servers);
-extern void flake_servers_add(FlakeServers *servers, uint64 id, uint64 own);
 extern void flake_hwm_init(FlakeMarkState *state, const FlakeMarks *marks);
 extern void flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks);
 extern void flake_hwm_extend(FlakeMarkState *state, LWLock *lock,
