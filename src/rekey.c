@@ -104,7 +104,7 @@ row_span(Relation rel, AttrNumber attnum, Oid type, int64 epoch_unix_ms,
 	TupleTableSlot *slot;
 
 	slot = table_slot_create(rel, NULL);
-	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	scan = flake_table_beginscan(rel, GetActiveSnapshot());
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
 		bool		isnull;
