@@ -2,8 +2,8 @@
 -- Every object of the extension says what it is, for psql's \df+, \dv+,
 -- \dT+, \do+ and \dC+: a member (pg_depend deptype 'e') without a comment
 -- is listed here.  test/t/030_upgrade.pl checks that an install updated from
--- 1.0 has the same comments.  Array types and the row type of the view,
--- which PostgreSQL 17 and later record as members too, are made by
+-- 1.0 has the same comments.  Array types and the row types of the view and
+-- the table, which PostgreSQL 17 and later record as members too, are made by
 -- PostgreSQL along with their object and are described by it.
 --
 SET client_min_messages = warning;
@@ -20,7 +20,7 @@ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
 				  WHERE d.classid = 'pg_type'::regclass AND t.oid = d.objid
 					AND (EXISTS (SELECT FROM pg_type e WHERE e.typarray = t.oid)
 						 OR EXISTS (SELECT FROM pg_class r
-									WHERE r.oid = t.typrelid AND r.relkind = 'v')))
+									WHERE r.oid = t.typrelid AND r.relkind IN ('v', 'r'))))
 ORDER BY 1;
 
 -- and the query above sees the members

@@ -55,4 +55,26 @@
 #define flake_can_set_role(member, role) is_member_of_role(member, role)
 #endif
 
+/*
+ * Whether a role owns a table: PostgreSQL 16 checks the owner of any object
+ * with one function (its callers include catalog/pg_class.h).
+ */
+#if PG_VERSION_NUM >= 160000
+#define flake_table_ownercheck(relid, roleid) \
+	object_ownercheck(RelationRelationId, relid, roleid)
+#else
+#define flake_table_ownercheck(relid, roleid) pg_class_ownercheck(relid, roleid)
+#endif
+
+/*
+ * A sequential scan of a whole table: PostgreSQL 19 adds flags for the
+ * caller (its callers include access/tableam.h).
+ */
+#if PG_VERSION_NUM >= 190000
+#define flake_table_beginscan(rel, snapshot) \
+	table_beginscan(rel, snapshot, 0, NULL, SO_NONE)
+#else
+#define flake_table_beginscan(rel, snapshot) table_beginscan(rel, snapshot, 0, NULL)
+#endif
+
 #endif							/* FLAKE_COMPAT_H */

@@ -27,8 +27,9 @@
 /*
  * flake's WAL resource manager, from the range for extensions (128-255).
  * It must be entered on the PostgreSQL wiki page CustomWALResourceManagers
- * before a release, so that no other extension takes it.  Its one record
- * carries the three marks (FlakeMarks) after a move.
+ * before a release, so that no other extension takes it.  This record
+ * carries the three marks (FlakeMarks) after a move; the rekey claims have
+ * a record of their own (claims.h).
  */
 #define FLAKE_RMGR_ID		211
 #define FLAKE_RMGR_NAME		"flake"
@@ -51,6 +52,25 @@ typedef struct FlakeMarks
 	int64		mark[FLAKE_HWM_FAMILIES];
 } FlakeMarks;
 
+/*
+ * At most this many other servers' marks are taken over by one flake.hwm
+ * (one per upgrade or dump/restore that carried its file).
+ */
+#define FLAKE_HWM_MAX_SERVERS 13
+
+/*
+ * The servers (system identifiers) of a flake.hwm: the one that wrote it,
+ * and the others whose marks it holds because their file was copied to
+ * this server.
+ */
+typedef struct FlakeServers
+{
+	uint64		writer;
+	uint32		count;
+	uint32		reserved;
+	uint64		id[FLAKE_HWM_MAX_SERVERS];
+} FlakeServers;
+
 /* The persisted marks in shared memory; only ids at or below them exist. */
 typedef struct FlakeMarkState
 {
@@ -58,6 +78,7 @@ typedef struct FlakeMarkState
 } FlakeMarkState;
 
 extern void flake_hwm_read(FlakeMarks *marks);
+extern void flake_hwm_servers(FlakeServers *servers);
 extern void flake_hwm_init(FlakeMarkState *state, const FlakeMarks *marks);
 extern void flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks);
 extern void flake_hwm_extend(FlakeMarkState *state, LWLock *lock,

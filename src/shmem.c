@@ -19,7 +19,9 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
+#include "claims.h"
 #include "highwater.h"
+#include "origin.h"
 #include "shmem.h"
 
 /* the Snowflake, ulidflake and Randflake families */
@@ -53,7 +55,8 @@ flake_shmem_request(void)
  * no id issued before the restart can be issued again, whatever the clock
  * says now.  WAL replay may raise the marks further (crash recovery, a
  * standby, a restored backup); flake_check_recovery raises the state to
- * them before the first id.
+ * them before the first id.  Another server's files copied here to be
+ * taken over (flake.rekeys.import, flake.hwm.import) are merged first.
  */
 static void
 flake_shmem_startup(void)
@@ -68,6 +71,8 @@ flake_shmem_startup(void)
 	flake_shared = ShmemInitStruct("flake", sizeof(FlakeSharedState), &found);
 	if (!found)
 	{
+		/* the claims first: a server that flake.hwm names has its claims */
+		flake_claims_import();
 		flake_hwm_read(&marks);
 		flake_hwm_init(&flake_shared->marks.value, &marks);
 		flake_shared->lock = &(GetNamedLWLockTranche("flake"))->lock;
@@ -121,7 +126,8 @@ flake_require_shared(void)
 
 /*
  * The slow path of flake_refuse_in_recovery: refuse during recovery, and
- * the first time after it, raise every part's state to the marks that WAL
+ * in a database carried from another server whose marks this one lacks
+ * (origin.c); the first time after recovery, raise every part's state to the marks that WAL
  * replay left (a promoted standby set up its shared memory from the
  * flake.hwm it had at start; crash recovery and a restored backup replay
  * marks too).  No generator has run in this shared memory before that,
@@ -137,6 +143,10 @@ flake_check_recovery(const char *generator)
 				 errmsg("cannot execute %s during recovery", generator),
 				 errdetail("This server is a standby or is still replaying WAL; ids made here could repeat its primary's."),
 				 errhint("Generate ids on the primary. A standby generates ids once it is promoted.")));
+
+	/* a database carried from another server needs that server's marks */
+	if (flake_shared != NULL)
+		flake_origin_check();
 
 	if (flake_shared != NULL)
 	{

@@ -59,8 +59,10 @@ extern void flake_check_recovery(const char *generator);
 
 /*
  * Refuse to generate during recovery: a standby would issue its primary's
- * ids.  A backend checks once after recovery has ended (a server does not
- * go back into recovery without a restart), so after that this is a branch.
+ * ids; and in a database carried from another server without its marks.
+ * A backend checks until both pass once (a server does not go back into
+ * recovery without a restart, a backend does not change databases), so
+ * after that this is a branch.
  */
 static inline void
 flake_refuse_in_recovery(const char *generator)

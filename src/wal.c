@@ -1,14 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * wal.c
- *	  flake's WAL resource manager: replaying the high-water marks.
+ *	  flake's WAL resource manager: replaying the marks and rekey claims.
  *
  * Each time a family's mark moves a chunk ahead, highwater.c logs all three
- * marks in a record of this resource manager.  Replay raises the marks, in
- * flake.hwm and in shared memory, wherever WAL is replayed: on a standby,
- * in crash recovery, and when a base backup is restored with its WAL.  So
- * a promoted standby or a restored server starts above every id issued
- * before the last record it replayed.
+ * marks in a record of this resource manager; each rekey claim is logged
+ * in one too (claims.c).  Replay raises the marks, in flake.hwm and in
+ * shared memory, and adds the claims to flake.rekeys, wherever WAL is
+ * replayed: on a standby, in crash recovery, and when a base backup is
+ * restored with its WAL.  So a promoted standby or a restored server
+ * starts above every id issued, and claims no node claimed, before the
+ * last record it replayed.
  *
  * Replaying these records needs flake in shared_preload_libraries; see the
  * README for what happens without it.
@@ -22,36 +24,85 @@
 #include "access/xlogreader.h"
 #include "lib/stringinfo.h"
 
+#include "claims.h"
 #include "highwater.h"
 #include "shmem.h"
 #include "wal.h"
+
+/* Whether a record is one flake writes: its type, and a length to match. */
+static bool
+record_is_valid(XLogReaderState *record)
+{
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	uint32		len = XLogRecGetDataLen(record);
+
+	if (info == XLOG_FLAKE_MARKS)
+		return len == sizeof(FlakeMarks);
+	if (info == XLOG_FLAKE_REKEY_CLAIMS)
+		return len > 0 && len % sizeof(FlakeRekeyClaim) == 0;
+	return false;
+}
 
 static void
 flake_redo(XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
-	FlakeMarks	logged;
 
-	if (info != XLOG_FLAKE_MARKS || XLogRecGetDataLen(record) != sizeof(logged))
+	if (!record_is_valid(record))
 		elog(PANIC, "flake_redo: unknown record: info %u, length %u",
 			 info, XLogRecGetDataLen(record));
-	memcpy(&logged, XLogRecGetData(record), sizeof(logged));
 
-	flake_hwm_raise(&flake_shared->marks.value, flake_shared->lock, &logged);
+	if (info == XLOG_FLAKE_MARKS)
+	{
+		FlakeMarks	logged;
+
+		memcpy(&logged, XLogRecGetData(record), sizeof(logged));
+		flake_hwm_raise(&flake_shared->marks.value, flake_shared->lock, &logged);
+	}
+	else
+	{
+		uint32		n = XLogRecGetDataLen(record) / sizeof(FlakeRekeyClaim);
+		FlakeRekeyClaim *claims = palloc(XLogRecGetDataLen(record));
+
+		/* the record's data need not be aligned for int64 */
+		memcpy(claims, XLogRecGetData(record), XLogRecGetDataLen(record));
+		LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+		flake_claims_add(claims, n, false);
+		LWLockRelease(flake_shared->lock);
+		pfree(claims);
+	}
 }
 
 static void
 flake_desc(StringInfo buf, XLogReaderState *record)
 {
-	FlakeMarks	marks;
+	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
 
-	if (XLogRecGetDataLen(record) != sizeof(marks))
+	if (!record_is_valid(record))
 		return;
-	memcpy(&marks, XLogRecGetData(record), sizeof(marks));
-	appendStringInfo(buf, "snowflake " INT64_FORMAT " ms, randflake " INT64_FORMAT " s, ulidflake " INT64_FORMAT " ms (Unix time)",
-					 marks.mark[FLAKE_HWM_SNOWFLAKE],
-					 marks.mark[FLAKE_HWM_RANDFLAKE],
-					 marks.mark[FLAKE_HWM_ULIDFLAKE]);
+	if (info == XLOG_FLAKE_MARKS)
+	{
+		FlakeMarks	marks;
+
+		memcpy(&marks, XLogRecGetData(record), sizeof(marks));
+		appendStringInfo(buf, "snowflake " INT64_FORMAT " ms, randflake " INT64_FORMAT " s, ulidflake " INT64_FORMAT " ms (Unix time)",
+						 marks.mark[FLAKE_HWM_SNOWFLAKE],
+						 marks.mark[FLAKE_HWM_RANDFLAKE],
+						 marks.mark[FLAKE_HWM_ULIDFLAKE]);
+	}
+	else
+	{
+		for (uint32 i = 0; i < XLogRecGetDataLen(record) / sizeof(FlakeRekeyClaim); i++)
+		{
+			FlakeRekeyClaim claim;
+
+			memcpy(&claim, XLogRecGetData(record) + i * sizeof(claim), sizeof(claim));
+			appendStringInfo(buf, "%s%s %d ms " INT64_FORMAT " to " INT64_FORMAT,
+							 i > 0 ? "; " : "", claim.node < 0 ? "band" : "node",
+							 claim.node < 0 ? -1 - claim.node : claim.node,
+							 claim.first_ms, claim.last_ms);
+		}
+	}
 }
 
 static const char *
@@ -59,6 +110,8 @@ flake_identify(uint8 info)
 {
 	if ((info & ~XLR_INFO_MASK) == XLOG_FLAKE_MARKS)
 		return "MARKS";
+	if ((info & ~XLR_INFO_MASK) == XLOG_FLAKE_REKEY_CLAIMS)
+		return "REKEY_CLAIMS";
 	return NULL;
 }
 

@@ -281,6 +281,16 @@ REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION flake_lease_info() TO pg_monitor;
 GRANT SELECT ON flake_leases TO pg_monitor;
 
+-- The servers (system identifiers) this database was created on: pg_dump
+-- dumps the rows and pg_upgrade keeps the table, so a database carried to
+-- another server names the server whose flake.hwm and flake.rekeys (which
+-- stay in its data directory) hold the state of the ids in it; flake
+-- refuses to generate until the new server has taken them over.
+CREATE TABLE flake_origin (system_identifier bigint NOT NULL);
+COMMENT ON TABLE flake_origin IS 'the servers (system identifiers) whose ids this database may hold: flake generates only where flake.hwm covers them all';
+INSERT INTO flake_origin SELECT system_identifier FROM pg_control_system();
+SELECT pg_catalog.pg_extension_config_dump('flake_origin', '');
+
 
 -- a trigger for replicated tables: refuse rows whose ids were made on this
 -- server's own nodes (their origin's node range overlaps this server's)

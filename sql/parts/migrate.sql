@@ -373,11 +373,11 @@ BEGIN
 				  DETAIL = 'Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys.',
 				  HINT = 'Leave some nodes out of flake.nodes, here and on every server that shares keys, and name them in flake.rekey_nodes, for example flake.nodes = ''0-1015'' and flake.rekey_nodes = ''1016-1023''; then restart the server.';
 	END IF;
-	IF NOT has_function_privilege('@extschema@.flake_rekey_claim(bigint, bigint, boolean)', 'EXECUTE') THEN
+	IF NOT has_function_privilege('@extschema@.flake_rekey_claim(regclass, name, boolean)', 'EXECUTE') THEN
 		RAISE EXCEPTION 'permission denied for function flake_rekey_claim'
 			USING ERRCODE = 'insufficient_privilege',
 				  DETAIL = 'A rekey claims a node of flake.rekey_nodes (or a band of ulidflake ids) for this server''s ids.',
-				  HINT = 'Rekey as a superuser, or GRANT EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) to the role.';
+				  HINT = 'Rekey as a superuser, or GRANT EXECUTE ON FUNCTION flake_rekey_claim(regclass, name, boolean) to the role.';
 	END IF;
 	SELECT a.atttypid INTO rekey_type
 	FROM pg_attribute a
@@ -952,23 +952,24 @@ BEGIN
 
 	-- the milliseconds, then for ulidflake the sequence and a band, for
 	-- Snowflake a node and the sequence; the band or node is claimed for
-	-- the rekey when the statement runs.  The slots are read as the
-	-- table's owner.
+	-- the milliseconds of the table's rows (which flake_rekey_claim reads
+	-- itself, up to the newest id issued: at least first_ms to last_ms)
+	-- when the statement runs.  The slots are read as the table's owner.
 	slots_read := format('@extschema@.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS s(k bigint, slot bigint)',
 						 tbl, slots);
 	IF first_ms IS NULL THEN
 		query := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
 	ELSIF to_ulid THEN
-		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%3$s, %4$s, true) AS band)
+		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(CAST(CAST(%3$s AS oid) AS regclass), %4$L, true) AS band)
 SELECT k AS old_id, ((slot >> 15) << 20) | ((slot & 32767) << 5) | n.band AS new_id
 FROM %1$s, n$q$,
-						slots_read, NULL, first_ms, last_ms);
+						slots_read, NULL, tbl::oid, rekey_from);
 	ELSE
 		-- the claim runs exactly once, when the statement does
-		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%5$s, %6$s) AS node)
+		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(CAST(CAST(%5$s AS oid) AS regclass), %6$L) AS node)
 SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
 FROM %4$s, n$q$,
-						seq_bits, ms_shift, per_ms - 1, slots_read, first_ms, last_ms);
+						seq_bits, ms_shift, per_ms - 1, slots_read, tbl::oid, rekey_from);
 	END IF;
 	-- rows without a time: ids of now, in old id order
 	IF undatable = 'now' AND note IS NOT NULL THEN
@@ -1105,12 +1106,13 @@ $$;
 COMMENT ON FUNCTION flake_migrate_detach(regclass, name, smallint, oid, oid, oid[]) IS
 	'flake_migrate() helper: the steps that detach the key from its identity or its sequences';
 
--- a node of flake.rekey_nodes for the milliseconds of a rekey, claimed
--- durably for this server: not for everyone, since each call uses one up
-CREATE FUNCTION flake_rekey_claim(first_ms bigint, last_ms bigint, band boolean DEFAULT false) RETURNS integer
+-- a node of flake.rekey_nodes for the milliseconds a table's rows span,
+-- which it reads from the table (the caller's own), claimed durably for
+-- this server: not for everyone, since each call uses one up
+CREATE FUNCTION flake_rekey_claim(tbl regclass, time_column name, band boolean DEFAULT false) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-REVOKE EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) FROM PUBLIC;
-COMMENT ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) IS 'claim a node of flake.rekey_nodes (or with band, a ulidflake band) for the milliseconds of a flake_migrate() rekey';
+REVOKE EXECUTE ON FUNCTION flake_rekey_claim(regclass, name, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION flake_rekey_claim(regclass, name, boolean) IS 'claim a node of flake.rekey_nodes (or with band, a ulidflake band) for the milliseconds the rows of a table span, for a flake_migrate() rekey';
 
 -- the new id of an old one in a rekey's mapping table (src/remap.c), for
 -- ALTER TABLE ... TYPE ... USING: the table is read once per statement,

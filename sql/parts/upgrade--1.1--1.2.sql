@@ -126,3 +126,13 @@ END
 $$;
 REVOKE EXECUTE ON FUNCTION flake_citus_check() FROM PUBLIC;
 COMMENT ON FUNCTION flake_citus_check() IS 'on a Citus coordinator: a row per problem of the nodes'' flake settings (preloaded, version, layout, randflake key, node ranges); none when all is well';
+
+-- The servers (system identifiers) this database was created on: pg_dump
+-- dumps the rows and pg_upgrade keeps the table, so a database carried to
+-- another server names the server whose flake.hwm and flake.rekeys (which
+-- stay in its data directory) hold the state of the ids in it; flake
+-- refuses to generate until the new server has taken them over.
+CREATE TABLE flake_origin (system_identifier bigint NOT NULL);
+COMMENT ON TABLE flake_origin IS 'the servers (system identifiers) whose ids this database may hold: flake generates only where flake.hwm covers them all';
+INSERT INTO flake_origin SELECT system_identifier FROM pg_control_system();
+SELECT pg_catalog.pg_extension_config_dump('flake_origin', '');

@@ -84,7 +84,7 @@ $node->safe_psql('postgres', q{
 	extra_params => [ '-U', 'owner' ]);
 like($stderr, qr/ERROR:  permission denied for function flake_rekey_claim\n.*HINT:  Rekey as a superuser, or GRANT EXECUTE/s,
 	'without EXECUTE on flake_rekey_claim, a rekey is refused beforehand');
-$node->safe_psql('postgres', 'GRANT EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) TO owner');
+$node->safe_psql('postgres', 'GRANT EXECUTE ON FUNCTION flake_rekey_claim(regclass, name, boolean) TO owner');
 is( $node->safe_psql('postgres', q{
 		SELECT count(*) FROM flake_migrate('visits', rekey_from => 'at') WHERE action = 'rekey'},
 		extra_params => [ '-U', 'owner' ]),

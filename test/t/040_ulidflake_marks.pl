@@ -2,8 +2,9 @@
 # across a restart with the clock set back, and across a backend crash
 # (shared memory reset) after a burst that ran values ahead of the clock:
 # its high-water mark is persisted in flake.hwm like the other families'.
-# A flake.hwm in the format before the ulidflake mark ("FLK2") is read and
-# replaced in the new format.
+# A flake.hwm in the formats of earlier releases (before the ulidflake
+# mark, "FLK2", and before the servers, "FLK3") is read and replaced in the
+# new format, which names the server that wrote it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -74,7 +75,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT v) FROM ids'),
 $clock->set('+0');
 $victim->quit;
 
-# 3. an upgrade from the release that wrote "FLK2" (no ulidflake mark)
+# 3. upgrades from the releases that wrote "FLK2" and "FLK3"
 sub crc32c
 {
 	my ($data) = @_;
@@ -87,27 +88,37 @@ sub crc32c
 	return $crc ^ 0xFFFFFFFF;
 }
 
-$node->stop;
 my $hwm = $node->data_dir . '/flake.hwm';
-my $snowflake_mark = (time() + 20) * 1000;
-my $randflake_mark = time() + 40;
-my $v2 = pack('L<L<q<q<', 0x464C4B32, 0, $snowflake_mark, $randflake_mark);
-$v2 .= pack('L<L<', crc32c($v2), 0);
-open my $fh, '>', $hwm or die "could not write $hwm: $!";
-binmode $fh;
-print $fh $v2;
-close $fh;
+my $sysid = $node->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()');
 
-$node->start;
-is( $node->safe_psql('postgres', qq{
-		SELECT extract(epoch FROM flake_timestamp(flake_next())) * 1000 > $snowflake_mark,
-			   extract(epoch FROM (randflake_decode(randflake_next())).ts) > $randflake_mark,
-			   ulidflake_next() IS NOT NULL}),
-	't|t|t', 'the marks of an "FLK2" file are read');
-my $written = slurp_file($hwm);
-is(length($written), 40, 'the file is rewritten in the new format, with the ulidflake mark');
-is(unpack('L<', $written), 0x464C4B33, 'its magic is "FLK3"');
-cmp_ok(unpack('q<', substr($written, 24, 8)), '>', time() * 1000 - 60000, 'it holds the ulidflake mark');
+# the formats of earlier releases: "FLK2" (no ulidflake mark) and "FLK3"
+# (no servers)
+for my $format ('FLK2', 'FLK3')
+{
+	$node->stop;
+	my $snowflake_mark = (time() + 20) * 1000;
+	my $randflake_mark = time() + 40;
+	my $old_file = $format eq 'FLK2'
+	  ? pack('L<L<q<q<', 0x464C4B32, 0, $snowflake_mark, $randflake_mark)
+	  : pack('L<L<q<q<q<', 0x464C4B33, 0, $snowflake_mark, $randflake_mark, 0);
+	$old_file .= pack('L<L<', crc32c($old_file), 0);
+	open my $fh, '>', $hwm or die "could not write $hwm: $!";
+	binmode $fh;
+	print $fh $old_file;
+	close $fh;
+
+	$node->start;
+	is( $node->safe_psql('postgres', qq{
+			SELECT extract(epoch FROM flake_timestamp(flake_next())) * 1000 > $snowflake_mark,
+				   extract(epoch FROM (randflake_decode(randflake_next())).ts) > $randflake_mark,
+				   ulidflake_next() IS NOT NULL}),
+		't|t|t', "the marks of an \"$format\" file are read");
+	my $written = slurp_file($hwm);
+	is(length($written), 160, 'the file is rewritten in the new format');
+	is(unpack('L<', $written), 0x464C4B34, 'its magic is "FLK4"');
+	cmp_ok(unpack('q<', substr($written, 24, 8)), '>', time() * 1000 - 60000, 'it holds the ulidflake mark');
+	is(unpack('Q<', substr($written, 32, 8)), $sysid, 'and names this server as its writer');
+}
 
 $node->stop;
 done_testing();

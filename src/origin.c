@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ *
+ * origin.c
+ *	  Refusing to generate in a database carried from another server
+ *	  without that server's marks and claims.
+ *
+ * The marks (flake.hwm) and the rekey claims (flake.rekeys) live in the
+ * data directory, which pg_upgrade and pg_dump do not carry: a database
+ * brought to a new server that way holds ids the new server knows nothing
+ * of, and with its clock behind it would issue them again.  What those
+ * tools do carry is the database's relations, and each database with
+ * flake keeps the extension's table flake_origin: the system identifiers
+ * of the servers it was created on (its install writes the one it runs
+ * on; pg_dump dumps the rows, pg_upgrade keeps the table's file).
+ *
+ * flake.hwm names the server that wrote it and the servers whose marks it
+ * took over, when the operator copied their files here to be taken over
+ * at start (highwater.c, claims.c).  Before a backend's first id (and
+ * before a rekey claim), every server in flake_origin must be this one or
+ * one flake.hwm names; otherwise flake refuses, with a hint saying to copy
+ * the old server's files.  A check per
+ * backend, not per id: the hot path stays as it was.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xlog.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "highwater.h"
+#include "origin.h"
+
+#define FLAKE_ORIGIN_TABLE "flake_origin"
+
+/* The schema of the extension flake in this database, or InvalidOid. */
+static Oid
+extension_schema(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			schema = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
+				F_NAMEEQ, CStringGetDatum("flake"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return schema;
+}
+
+/*
+ * Refuse to go on when this database's flake_origin names a server that
+ * is neither this one nor one whose marks flake.hwm holds.  Without the
+ * table (the extension at a version before 1.2, or not installed in this
+ * database), there is nothing to check.
+ */
+void
+flake_origin_check(void)
+{
+	Oid			schema = extension_schema();
+	Oid			relid;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	FlakeServers servers;
+	uint64		own = GetSystemIdentifier();
+	uint64		missing = 0;
+
+	if (!OidIsValid(schema))
+		return;
+	relid = get_relname_relid(FLAKE_ORIGIN_TABLE, schema);
+	if (!OidIsValid(relid))
+		return;
+	flake_hwm_servers(&servers);
+
+	/* read straight from the heap: no code of anyone's runs */
+	rel = table_open(relid, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (missing == 0 && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		isnull;
+		uint64		id = (uint64) DatumGetInt64(heap_getattr(tuple, 1, RelationGetDescr(rel), &isnull));
+		bool		known = isnull || id == own;
+
+		for (uint32 i = 0; i < servers.count && !known; i++)
+			known = servers.id[i] == id;
+		if (!known)
+			missing = id;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	if (missing != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this database holds ids of another server, whose flake state this server lacks"),
+				 errdetail("The database comes from the server with system identifier " UINT64_FORMAT " (through pg_upgrade or pg_dump); the ids and rekey claims it issued are recorded in the files flake.hwm and flake.rekeys of its data directory, and this server (system identifier " UINT64_FORMAT ") has not taken them over.",
+						   missing, own),
+				 errhint("Stop this server, copy flake.hwm and flake.rekeys from the data directory of the old server (stopped) into this one's as flake.hwm.import and flake.rekeys.import, and start it: it takes them over. See \"Upgrading\" in flake's README.")));
+}

@@ -1,0 +1,13 @@
+/*-------------------------------------------------------------------------
+ *
+ * origin.h
+ *	  The servers a database's ids may come from, against flake.hwm's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FLAKE_ORIGIN_H
+#define FLAKE_ORIGIN_H
+
+extern void flake_origin_check(void);
+
+#endif							/* FLAKE_ORIGIN_H */

@@ -1,0 +1,161 @@
+# pg_upgrade and pg_dump carry a database to a new server without the
+# marks (flake.hwm) and rekey claims (flake.rekeys) of the old one's data
+# directory.  With the new server's clock behind the old one's, flake
+# refuses to generate and to claim (55000, with the hint to copy the files)
+# until the files are copied over and taken over; then every family
+# continues above every id issued before, and a rekey of the same times
+# gets another node.
+# Both within the host's major, as pg_upgrade's own tests do.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use File::Copy;
+use POSIX qw(strftime);
+use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeClock;
+use FlakeTest;
+
+my $conf = qq{flake.nodes = '0-1015'
+flake.rekey_nodes = '1016-1023'
+flake.randflake_secret = '$flake_secret'
+flake.max_borrow = '60s'
+};
+my %generators = (
+	flake     => 'flake_next()',
+	ulidflake => 'ulidflake_next()::bigint',
+	randflake => 'randflake_next()',
+);
+
+# a small burst of each family, in the table ids
+sub generate
+{
+	my ($node, $db, $phase) = @_;
+	$node->safe_psql($db, join '',
+		map { "INSERT INTO ids SELECT '$phase', '$_', $generators{$_} FROM generate_series(1, 20000);\n" }
+		  sort keys %generators);
+}
+
+# each family's ids of one phase that equal ids of another
+sub reissued
+{
+	my ($node, $db, $phase) = @_;
+	return $node->safe_psql($db, qq{
+		SELECT string_agg(family || ' ' || n, ', ' ORDER BY family) FROM (
+			SELECT a.family, count(*) AS n
+			FROM ids a JOIN ids b ON b.family = a.family AND b.id = a.id AND b.phase <> a.phase
+			WHERE a.phase = '$phase' GROUP BY a.family
+			UNION ALL SELECT family, 0 FROM (VALUES ('flake'), ('randflake'), ('ulidflake')) f (family)
+			WHERE NOT EXISTS (SELECT FROM ids a JOIN ids b ON b.family = a.family AND b.id = a.id AND b.phase <> a.phase
+							  WHERE a.phase = '$phase' AND a.family = f.family)) s});
+}
+
+# every generator's burst, and a claim, refused with the hint: no id
+# issued before is issued again (on the code before the check, each family
+# issued the old server's ids here again)
+sub refused
+{
+	my ($node, $db, $what) = @_;
+	for my $call (
+		(map { "INSERT INTO ids SELECT 'refused', '$_', $generators{$_} FROM generate_series(1, 20000)" }
+			sort keys %generators),
+		"SELECT flake_rekey_claim('invoices', 'at')")
+	{
+		my ($ret, $stdout, $stderr) = $node->psql($db, "\\set VERBOSITY verbose\n$call");
+		like($stderr,
+			qr/ERROR:  55000: this database holds ids of another server, whose flake state this server lacks.*HINT:  Stop this server, copy flake.hwm and flake.rekeys .* as flake.hwm.import and flake.rekeys.import/s,
+			"$what: $call is refused");
+	}
+	is(reissued($node, $db, 'refused'), 'flake 0, randflake 0, ulidflake 0',
+		"$what: no id issued before is issued again");
+}
+
+# copy the old server's files into a new one (stopped) to be taken over:
+# then no id issued before is issued again, and a rekey of the same times
+# takes another node
+sub take_over
+{
+	my ($old, $node, $db, $what) = @_;
+	copy($old->data_dir . "/$_", $node->data_dir . "/$_.import") or die "copy $_: $!"
+	  for qw(flake.hwm flake.rekeys);
+	$node->start;
+	ok(!-e $node->data_dir . "/$_.import", "$what: $_.import taken over and removed")
+	  for qw(flake.hwm flake.rekeys);
+	generate($node, $db, 'after');
+	is(reissued($node, $db, 'after'), 'flake 0, randflake 0, ulidflake 0',
+		"after $what with the files taken over: no id issued before is issued again");
+	is( $node->safe_psql($db, q{
+			SELECT count(*) FROM flake_migrate('invoices', rekey_from => 'at') WHERE action = 'rekey';
+			SELECT string_agg(DISTINCT flake_node(id)::text, ',') FROM invoices;
+			SELECT count(*) FROM orders o JOIN invoices i ON i.id = o.id}),
+		"1\n1017\n0", "after $what: a rekey of the same times takes another node, no id in common");
+	$node->stop;
+}
+
+# every server's clock frozen at the same second: the new servers' clocks
+# are behind every id the old one issued
+my $old = flake_cluster('old', $conf);
+my $clock = FlakeClock->new($old);
+$clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time())));
+$old->start;
+$old->safe_psql('postgres', q{
+	CREATE EXTENSION flake;
+	CREATE TABLE ids (phase text NOT NULL, family text NOT NULL, id bigint NOT NULL);
+	CREATE TABLE orders (id serial PRIMARY KEY, at timestamptz NOT NULL);
+	CREATE TABLE invoices (id serial PRIMARY KEY, at timestamptz NOT NULL);
+	INSERT INTO orders (at) SELECT '2020-01-01'::timestamptz + n * interval '1 min' FROM generate_series(1, 2000) n;
+	INSERT INTO invoices (at) SELECT at FROM orders;
+	SELECT count(*) FROM flake_migrate('orders', rekey_from => 'at');
+});
+generate($old, 'postgres', 'before');
+my $dump = $old->basedir . '/dump.sql';
+$old->command_ok([ 'pg_dump', '-d', $old->connstr('postgres'), '-f', $dump ], 'pg_dump');
+$old->stop;
+
+# pg_upgrade into a new cluster
+my $new = flake_cluster('new', $conf);
+my $bindir = $old->config_data('--bindir');
+{
+	local $ENV{PGHOST} = $new->host;
+	command_ok(
+		[
+			'pg_upgrade', '--no-sync', '-d', $old->data_dir, '-D', $new->data_dir,
+			'-b', $bindir, '-B', $bindir, '-s', $new->host,
+			'-p', $old->port, '-P', $new->port
+		],
+		'pg_upgrade');
+}
+$new->start;
+refused($new, 'postgres', 'after pg_upgrade');
+$new->stop;
+take_over($old, $new, 'postgres', 'pg_upgrade');
+
+# the dump restored into another server, which has issued ids of its own
+my $restored = flake_cluster('restored', $conf);
+$restored->start;
+$restored->safe_psql('postgres', q{
+	CREATE EXTENSION flake;
+	CREATE TABLE ids (phase text NOT NULL, family text NOT NULL, id bigint NOT NULL);
+	CREATE TABLE orders (id serial PRIMARY KEY, at timestamptz NOT NULL);
+	INSERT INTO orders (at) SELECT '2020-01-01'::timestamptz + n * interval '1 min' FROM generate_series(1, 2000) n;
+	SELECT count(*) FROM flake_migrate('orders', rekey_from => 'at');
+	CREATE DATABASE copy;
+});
+generate($restored, 'postgres', 'before');
+$restored->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $restored->connstr('copy'), '-f', $dump ],
+	'the dump restored');
+refused($restored, 'copy', 'after a restore');
+$restored->stop;
+take_over($old, $restored, 'copy', 'a restore');
+$restored->start;
+generate($restored, 'postgres', 'after');
+is(reissued($restored, 'postgres', 'after'), 'flake 0, randflake 0, ulidflake 0',
+	'and none of its own ids either');
+is( $restored->safe_psql('postgres', q{
+		SELECT string_agg(DISTINCT flake_node(id)::text, ',') FROM orders}),
+	'1016', 'its own rekey kept its node');
+$restored->stop;
+
+done_testing();
