@@ -8,6 +8,12 @@
 #               (MAJORS="17 18" for some; see test/matrix)
 #   make indent lay out the C sources as PostgreSQL's pgindent does
 #               (make check-indent: fail where they are not; test/indent)
+#   make installcheck  pg_regress and isolation against a running server
+#               with test/flake.conf's settings (make prove_installcheck:
+#               the TAP tests)
+#   make dist   flake-<version>.zip for PGXN, from git HEAD
+#   make packages  build, install, test and remove the .deb on this machine
+#               and in the chroots, and the PGXN zip (CI; test/packages)
 
 EXTENSION = flake
 MODULE_big = flake
@@ -100,6 +106,8 @@ prove_installcheck check-tap:
 	$(prove_installcheck)
 check-structure: all
 	$(FLAKE_SRC)/test/check-structure
+check-meta:
+	$(FLAKE_SRC)/test/check-meta
 
 test:
 	test/run
@@ -109,6 +117,9 @@ demo:
 
 matrix:
 	test/matrix
+
+packages:
+	test/packages
 
 bench:
 	test/bench/run
@@ -128,7 +139,17 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+# PGXN: the committed tree (HEAD) as flake-<version>.zip under a
+# flake-<version>/ prefix, the version being META.json's (test/check-meta
+# keeps it in step with flake.control); .gitattributes leaves out what
+# users of the zip do not need (export-ignore).
+DIST_VERSION = $(shell sed -n 's/^   "version": "\(.*\)",$$/\1/p' $(FLAKE_SRC)/META.json)
+DIST_DIR = $(CURDIR)
+dist:
+	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
+		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
+
+.PHONY: dist packages check-meta check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake
