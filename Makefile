@@ -109,6 +109,13 @@ check-structure: all
 check-meta:
 	$(FLAKE_SRC)/test/check-meta
 
+# The suite's lists, one word per line, for scripts that run the same tests
+# another way (test/fuzz/valgrind)
+list-regress:
+	@printf '%s\n' $(REGRESS)
+list-isolation:
+	@printf '%s\n' $(ISOLATION)
+
 test:
 	test/run
 
@@ -149,7 +156,7 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: dist packages check-meta check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: dist packages check-meta list-regress list-isolation check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake

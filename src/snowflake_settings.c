@@ -6,7 +6,7 @@
  * The layout (epoch, node and sequence bits) and the nodes this server may
  * lease are fixed at server start: changing them under running generators
  * could reissue ids.  flake.max_borrow only bounds how far ids run ahead of
- * the clock, so it can change on reload.  Invalid values stop the server
+ * the clock (ulidflake_next()'s too), so it can change on reload.  Invalid values stop the server
  * (see settings.c).
  *
  *-------------------------------------------------------------------------
@@ -217,8 +217,8 @@ snowflake_define_settings(void)
 	else
 		read_postmaster_settings();
 	flake_define_int("flake.max_borrow",
-					 "How far flake_next() ids may run ahead of the clock.",
-					 "When a node's sequence for a millisecond is used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
+					 "How far flake_next() and ulidflake_next() ids may run ahead of the clock.",
+					 "When a millisecond's ids are used up, ids borrow later milliseconds up to this far ahead; beyond it, generation waits for the clock.",
 					 &snowflake_max_borrow_ms,
 					 1000, 0, MAX_BORROW_MS,
 					 PGC_SIGHUP, GUC_UNIT_MS);

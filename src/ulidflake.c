@@ -16,6 +16,7 @@
 
 #include "fmgr.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -24,6 +25,7 @@
 #include "entropy.h"
 #include "highwater.h"
 #include "shmem.h"
+#include "snowflake_settings.h"
 #include "ulidflake.h"
 #include "ulidflake_text.h"
 
@@ -34,7 +36,8 @@
 
 /*
  * The last value issued: server-wide in shared memory when preloaded (see
- * ulidflake_add_shmem), else this backend's own.
+ * ulidflake_add_shmem), else this backend's own (local_last, set up at the
+ * first call).
  */
 typedef union UlidflakeShared
 {
@@ -43,7 +46,8 @@ typedef union UlidflakeShared
 } UlidflakeShared;
 
 static UlidflakeShared *ulidflake_shared = NULL;
-static uint64 ulidflake_local_last = 0;
+static pg_atomic_uint64 *ulidflake_last = NULL;
+static pg_atomic_uint64 local_last;
 
 PG_FUNCTION_INFO_V1(ulidflake_in);
 PG_FUNCTION_INFO_V1(ulidflake_out);
@@ -195,49 +199,92 @@ ulidflake_successor(uint64 last, int64 now_ms, int sid, uint8 step, uint32 *fres
 	return ((((last >> ULIDFLAKE_SID_BITS) + step) << ULIDFLAKE_SID_BITS) | (uint64) sid);
 }
 
+static void
+ulidflake_clock_behind(int64 ahead)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the system clock is " INT64_FORMAT " ms behind the last ulidflake issued",
+					ahead),
+			 errdetail("The clock went back (or the server restarted with an earlier clock). Values continue from the last one issued, but at most flake.max_borrow (%d ms) ahead of the clock.",
+					   snowflake_max_borrow_ms),
+			 errhint("Check the server's time synchronization. Generation resumes when the clock catches up; a larger flake.max_borrow lets it continue sooner.")));
+}
+
+/*
+ * Issue the next value.  Values run ahead of the clock when a millisecond's
+ * entropy is used up or the clock went back, but at most flake.max_borrow,
+ * as flake_next()'s do: the last value is shared by every role, so without
+ * a bound one role's loop would push every session's timestamps into the
+ * future (and the mark after them, across restarts).  A value that got
+ * there by load waits for the clock; one further ahead than load can
+ * explain (the clock went back) fails rather than drift.
+ */
 static int64
 ulidflake_generate(int sid, const char *generator)
 {
-	int64		now_ms = flake_clock_unix_ms() - ULIDFLAKE_EPOCH_UNIX_MS;
-	uint8		step;
 	uint32		fresh = ULIDFLAKE_FRESH_UNDRAWN;
+	uint8		step;
+	uint64		last;
 	uint64		next;
 
-	if (now_ms < 0 || now_ms >= (INT64CONST(1) << ULIDFLAKE_TIME_BITS))
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("the system clock is outside the ulidflake time range"),
-				 errdetail("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULIDFLAKE_END_TEXT ".")));
-
 	flake_refuse_in_recovery(generator);
+
+	if (unlikely(ulidflake_last == NULL))
+	{
+		if (ulidflake_shared != NULL)
+			ulidflake_last = &ulidflake_shared->last;
+		else
+		{
+			pg_atomic_init_u64(&local_last, 0);
+			ulidflake_last = &local_last;
+		}
+	}
 
 	/* Rejection keeps the step uniform in [1, 255]. */
 	do
 		step = flake_random_byte();
 	while (step == 0);
 
-	if (ulidflake_shared == NULL)
+	last = pg_atomic_read_u64(ulidflake_last);
+	for (;;)
 	{
-		next = ulidflake_successor(ulidflake_local_last, now_ms, sid, step, &fresh);
-		if ((int64) next >= 0)
-			ulidflake_local_last = next;
-	}
-	else
-	{
-		uint64		last = pg_atomic_read_u64(&ulidflake_shared->last);
+		int64		now_ms = flake_clock_unix_ms() - ULIDFLAKE_EPOCH_UNIX_MS;
+		int64		next_ms;
+		int64		ahead;
 
-		do
-			next = ulidflake_successor(last, now_ms, sid, step, &fresh);
-		while ((int64) next >= 0 &&
-			   !pg_atomic_compare_exchange_u64(&ulidflake_shared->last, &last, next));
-	}
+		if (now_ms < 0 || now_ms >= (INT64CONST(1) << ULIDFLAKE_TIME_BITS))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("the system clock is outside the ulidflake time range"),
+					 errdetail("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULIDFLAKE_END_TEXT ".")));
 
-	/* Only running out of 43 bits of time can make the value negative. */
-	if ((int64) next < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("ulidflake timestamp overflow"),
-				 errdetail("ulidflake timestamps end at " ULIDFLAKE_END_TEXT ".")));
+		next = ulidflake_successor(last, now_ms, sid, step, &fresh);
+
+		/* Only running out of 43 bits of time can make the value negative. */
+		if ((int64) next < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("ulidflake timestamp overflow"),
+					 errdetail("ulidflake timestamps end at " ULIDFLAKE_END_TEXT ".")));
+
+		next_ms = (int64) (next >> ULIDFLAKE_ENTROPY_BITS);
+		ahead = next_ms - now_ms;
+		if (unlikely(ahead > snowflake_max_borrow_ms &&
+					 next_ms > (int64) (last >> ULIDFLAKE_ENTROPY_BITS)))
+		{
+			if (ahead > snowflake_max_borrow_ms + FLAKE_HWM_CHUNK_MS)
+				ulidflake_clock_behind(ahead);
+			/* used up by load: wait for the clock */
+			pg_usleep(1000L);
+			CHECK_FOR_INTERRUPTS();
+			last = pg_atomic_read_u64(ulidflake_last);
+			continue;
+		}
+
+		if (pg_atomic_compare_exchange_u64(ulidflake_last, &last, next))
+			break;
+	}
 
 	/*
 	 * The value is not returned before the persisted mark covers it.  Until

@@ -1,5 +1,7 @@
 # The server's wall clock steps back 10 s (libfaketime): ulidflake_next()
-# continues from the last value it issued and never goes back.
+# refuses to run more than flake.max_borrow ahead of the clock (55000), and
+# with a larger flake.max_borrow continues from the last value it issued and
+# never goes back.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -28,6 +30,19 @@ $clock->set('-10s');
 my $after = $node->safe_psql('postgres', q{SELECT extract(epoch FROM clock_timestamp())});
 cmp_ok($after, '<', $before - 5, 'the server clock went back');
 
+# The rest of the last value's millisecond may still be issued; the next
+# millisecond (20000 stand-alone or 1000 scalable values reach it) may not.
+foreach my $call ('ulidflake_next()', 'ulidflake_next(5)')
+{
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"SELECT count($call) FROM generate_series(1, 20000)",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($stderr, qr/55000: the system clock is \d+ ms behind the last ulidflake issued/,
+		"$call refuses to run 10 s ahead of the clock with flake.max_borrow = 1s");
+}
+
+$node->append_conf('postgresql.conf', "flake.max_borrow = '20s'");
+$node->reload;
 $node->safe_psql('postgres', q{
 	INSERT INTO ids (v) SELECT ulidflake_next() FROM generate_series(1, 10000);
 	INSERT INTO ids (v) SELECT ulidflake_next(5) FROM generate_series(1, 1000);
@@ -39,7 +54,7 @@ is( $node->safe_psql('postgres', q{
 
 ok( $node->safe_psql('postgres', q{
 		SELECT flake_timestamp(max(v)) > clock_timestamp() + interval '5 s' FROM ids}),
-	'values continue from the last issued timestamp, ahead of the clock');
+	'with flake.max_borrow = 20s, values continue from the last issued timestamp, ahead of the clock');
 
 $clock->set('+0');
 $node->stop;
