@@ -60,6 +60,19 @@ SELECT generator, node = flake_node() AS my_node, pid = pg_backend_pid() AS my_p
        issued >= 100000 AS issued, last_issued <= clock_timestamp() + interval '1 s' AS last_issued
 FROM flake_leases WHERE pid = pg_backend_pid();
 
+-- monitoring roles read the view; other roles are refused (42501)
+CREATE ROLE regress_flake_watcher IN ROLE pg_monitor;
+CREATE ROLE regress_flake_nobody;
+SET ROLE regress_flake_nobody;
+SELECT q, sqlstate_of_query(q) FROM (VALUES
+	('SELECT count(*) FROM flake_leases'),
+	('SELECT count(*) FROM flake_lease_info()')) v(q);
+SET ROLE regress_flake_watcher;
+SELECT generator, pid = pg_backend_pid() AS my_pid, issued >= 100000 AS issued
+FROM flake_leases WHERE node = flake_node() AND generator = 'flake_next';
+RESET ROLE;
+DROP ROLE regress_flake_watcher, regress_flake_nobody;
+
 -- explicit nodes: any node of flake.nodes, increasing per node
 CREATE TABLE explicit_ids AS
 SELECT n, n % 3 * 505 AS node, flake_next(n % 3 * 505) AS id FROM generate_series(1, 30000) n;

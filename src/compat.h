@@ -44,4 +44,15 @@
 #define flake_guc_free(ptr) free(ptr)
 #endif
 
+/*
+ * May a role act as another (SET ROLE to it)?  PostgreSQL 16 separates that
+ * from membership (GRANT ... WITH SET); before, every member may.  Callers
+ * include utils/acl.h.
+ */
+#if PG_VERSION_NUM >= 160000
+#define flake_can_set_role(member, role) member_can_set_role(member, role)
+#else
+#define flake_can_set_role(member, role) is_member_of_role(member, role)
+#endif
+
 #endif							/* FLAKE_COMPAT_H */

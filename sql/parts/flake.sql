@@ -274,6 +274,12 @@ COMMENT ON FUNCTION flake_lease_info() IS 'nodes held by backends: the rows of t
 CREATE VIEW flake_leases AS
 	SELECT generator, node, pid, leased_at, last_issued, issued, holders FROM flake_lease_info();
 COMMENT ON VIEW flake_leases IS 'nodes held by backends, with their last issued timestamp, count and number of holders';
+-- for monitoring roles, as pg_stat_statements' and pg_buffercache's views:
+-- the counts show how many ids every role's backends make, and the pids
+-- which backends; pg_monitor members read it, other roles are refused
+REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION flake_lease_info() TO pg_monitor;
+GRANT SELECT ON flake_leases TO pg_monitor;
 
 
 -- a trigger for replicated tables: refuse rows whose ids were made on this

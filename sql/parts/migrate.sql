@@ -13,8 +13,14 @@
 --
 -- The work is split along its phases into the flake_migrate_* helpers
 -- below; flake_migrate() puts their steps into one plan and runs it.  All
--- are SECURITY INVOKER: every statement runs with the caller's rights, and
--- the caller must own each table it changes.
+-- are SECURITY INVOKER, and the caller must own each table it changes (or
+-- be a member of its owner).  Every statement that reads or alters a
+-- table runs as that table's owner, in a security-restricted operation
+-- (flake_migrate_as_owner, flake_migrate_read_as_owner): index
+-- expressions, CHECK constraints and policies are the owner's code, and
+-- must not run with the caller's rights, which may be a superuser's.  The
+-- caller runs only statements that run no such code: locks, and creating,
+-- filling and granting the mapping table.
 ------------------------------------------------------------------------
 
 -- One step of a migration plan: a statement to run, a lock or a note.
@@ -22,7 +28,8 @@ CREATE TYPE flake_migrate_step AS (
 	action text,			-- what kind of step: lock, alter type, rekey, note, ...
 	detail text,			-- the statement, or the text of a note
 	run boolean,			-- false: a note, or a lock already taken
-	counted boolean			-- report the rows the statement touched
+	counted boolean,		-- report the rows the statement touched
+	as_owner_of regclass	-- run as the owner of this table; NULL: as the caller
 );
 COMMENT ON TYPE flake_migrate_step IS 'a step of a flake_migrate() plan';
 
@@ -35,6 +42,28 @@ CREATE TYPE flake_migrate_column AS (
 COMMENT ON TYPE flake_migrate_column IS 'a column whose values flake_migrate() changes';
 
 --
+-- A statement or query on a table, run as the table's owner inside a
+-- security-restricted operation with search_path pg_catalog, pg_temp (and
+-- the extension's schema between them with flake_types, for ALTER TABLE
+-- ... TYPE ulidflake), as PostgreSQL runs REINDEX (src/owner.c).  Open to
+-- PUBLIC, as the other helpers are (see below): only a role that may SET
+-- ROLE to the owner may use them, which gives it nothing it does not have.
+-- Callers pass arguments of exactly these types, so that no function of
+-- the same name that another role may have put in the extension's schema
+-- matches the call better.
+--
+CREATE FUNCTION flake_migrate_as_owner(tbl regclass, statement text, flake_types boolean)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION flake_migrate_as_owner(regclass, text, boolean) IS
+	'flake_migrate() helper: run a statement as the owner of a table, in a security-restricted operation; returns the rows it processed';
+CREATE FUNCTION flake_migrate_read_as_owner(tbl regclass, query text, flake_types boolean)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION flake_migrate_read_as_owner(regclass, text, boolean) IS
+	'flake_migrate() helper: the rows of a query run as the owner of a table, in a security-restricted operation';
+
+--
 -- A blocker found by a dry run, as a plan step: the error it would raise.
 --
 CREATE FUNCTION flake_migrate_blocked(message text, sqlstate text, detail text)
@@ -43,7 +72,7 @@ CREATE FUNCTION flake_migrate_blocked(message text, sqlstate text, detail text)
 	SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT ROW('blocked', format('%s (SQLSTATE %s)', message, sqlstate) || coalesce('. ' || detail, ''),
-			   false, false)::@extschema@.flake_migrate_step
+			   false, false, NULL)::@extschema@.flake_migrate_step
 $$;
 COMMENT ON FUNCTION flake_migrate_blocked(text, text, text) IS
 	'flake_migrate() helper: the step a dry run shows for an error that a real run would raise';
@@ -75,7 +104,7 @@ BEGIN
 	IF NOT dry_run THEN
 		EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
 	END IF;
-	RETURN ROW('lock', format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl), false, false)::@extschema@.flake_migrate_step;
+	RETURN ROW('lock', format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl), false, false, NULL)::@extschema@.flake_migrate_step;
 END
 $$;
 COMMENT ON FUNCTION flake_migrate_lock(regclass, text, boolean) IS
@@ -247,7 +276,9 @@ COMMENT ON FUNCTION flake_migrate_also(regclass, name, smallint, text[]) IS
 -- columns of other tables, not yet among cols and without a foreign key,
 -- whose name is the key table's name (or its singular, with or without a
 -- prefix such as wp_) followed by _id or id, and whose values all lie in
--- the range of the key's values.
+-- the range of the key's values.  Each table is read as its owner; a table
+-- whose owner the caller cannot act as is not read, and its column is
+-- listed whatever its values.
 --
 CREATE FUNCTION flake_migrate_candidates(tbl regclass, col name, cols flake_migrate_column[])
 	RETURNS TABLE(relid oid, attnum int2, description text)
@@ -261,7 +292,10 @@ DECLARE
 	hi			numeric;
 	r			record;
 BEGIN
-	EXECUTE format('SELECT min(%1$I), max(%1$I) FROM %2$s', col, tbl) INTO key_min, key_max;
+	SELECT * INTO key_min, key_max
+	FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s', col, tbl),
+												 false)
+		 AS m(lo numeric, hi numeric);
 	FOR r IN
 		WITH base(name) AS (
 			SELECT lower(c.relname) FROM pg_class c WHERE c.oid = tbl
@@ -274,7 +308,8 @@ BEGIN
 											regexp_replace(base.name, 'ies$', 'y')]) x
 			WHERE x <> ''
 		)
-		SELECT a.attrelid, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod) AS type
+		SELECT a.attrelid, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod) AS type,
+			   c.relowner::regrole AS owner
 		FROM pg_attribute a
 		JOIN pg_class c ON c.oid = a.attrelid
 		JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -289,12 +324,22 @@ BEGIN
 		  AND has_column_privilege(a.attrelid, a.attnum, 'SELECT')
 		ORDER BY a.attrelid::regclass::text, a.attname
 	LOOP
-		EXECUTE format('SELECT min(%1$I), max(%1$I) FROM %2$s', r.attname, r.attrelid::regclass) INTO lo, hi;
-		CONTINUE WHEN lo < key_min OR hi > key_max;
+		BEGIN
+			SELECT * INTO lo, hi
+			FROM @extschema@.flake_migrate_read_as_owner(r.attrelid::regclass,
+														 format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s',
+																r.attname, r.attrelid::regclass),
+														 false)
+				 AS m(lo numeric, hi numeric);
+			CONTINUE WHEN lo < key_min OR hi > key_max;
+			description := format('%s.%I (%s, %s)', r.attrelid::regclass, r.attname, r.type,
+								  CASE WHEN lo IS NULL THEN 'no values' ELSE format('values %s to %s', lo, hi) END);
+		EXCEPTION WHEN insufficient_privilege THEN
+			description := format('%s.%I (%s, values not read: its owner is %s)', r.attrelid::regclass, r.attname,
+								  r.type, r.owner);
+		END;
 		relid := r.attrelid;
 		attnum := r.attnum;
-		description := format('%s.%I (%s, %s)', r.attrelid::regclass, r.attname, r.type,
-							  CASE WHEN lo IS NULL THEN 'no values' ELSE format('values %s to %s', lo, hi) END);
 		RETURN NEXT;
 	END LOOP;
 END
@@ -495,10 +540,17 @@ BEGIN
 			SELECT a.attrelid::regclass AS rel, a.attname
 			FROM unnest(cols) u
 			JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+			JOIN pg_class c ON c.oid = u.relid
 			WHERE a.atttypid = 'numeric'::regtype
+			  -- read as the owner: a dry run shows the tables whose owner
+			  -- the caller is not as blocked already (flake_migrate_lock)
+			  AND pg_has_role(c.relowner, 'USAGE')
 		LOOP
-			EXECUTE format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
-						   r.rel, r.attname) INTO cnt;
+			SELECT * INTO cnt
+			FROM @extschema@.flake_migrate_read_as_owner(r.rel, format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
+																	   r.rel, r.attname),
+														 false)
+				 AS n(cnt bigint);
 			IF cnt > 0 THEN
 				RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
 					USING ERRCODE = 'numeric_value_out_of_range',
@@ -614,7 +666,9 @@ COMMENT ON FUNCTION flake_migrate_blockers(regclass, name, flake_migrate_column[
 -- with the next id there (randflake ids: either end of the bigint range)
 -- and blamed when it holds for the row as it is but not with the new id.
 -- Relations between two such columns (src <> dst) are left to the data.
--- Returns the notes for the plan.
+-- Each table's expressions are tried as its owner, in a security-restricted
+-- operation, as ALTER TABLE and REINDEX run them.  Returns the notes for
+-- the plan.
 --
 CREATE FUNCTION flake_migrate_probe(tbl regclass, col name, cols flake_migrate_column[],
 									generator text, first_id bigint, rekey boolean)
@@ -632,14 +686,15 @@ DECLARE
 	cnt			bigint;
 	max_old		bigint;
 	probe		bigint;			-- an id tried on constraints and indexes
-	probe_sql	text;
 	fails		boolean;
 	problems	text[] := '{}';	-- constraints and indexes that fail, and why
 BEGIN
 	IF generator = 'randflake_next' THEN
-		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false)::@extschema@.flake_migrate_step;
+		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false, NULL)::@extschema@.flake_migrate_step;
 	ELSIF NOT rekey THEN
-		EXECUTE format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl) INTO max_old;
+		SELECT * INTO max_old
+		FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl), false)
+			 AS m(max_old bigint);
 		IF max_old >= first_id THEN
 			RAISE EXCEPTION '%.% holds keys above the ids % would issue', tbl, quote_ident(col), gen_call
 				USING ERRCODE = 'numeric_value_out_of_range',
@@ -648,7 +703,9 @@ BEGIN
 		END IF;
 	END IF;
 	IF to_ulid THEN
-		EXECUTE format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col) INTO cnt;
+		SELECT * INTO cnt
+		FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col), false)
+			 AS n(cnt bigint);
 		IF cnt > 0 THEN
 			RAISE EXCEPTION '%.% has negative keys', tbl, quote_ident(col)
 				USING ERRCODE = 'numeric_value_out_of_range',
@@ -660,7 +717,11 @@ BEGIN
 	FOR r IN
 		WITH u AS (
 			SELECT x.relid, array_agg(x.attnum) AS atts
-			FROM unnest(cols) x GROUP BY x.relid
+			FROM unnest(cols) x JOIN pg_class c ON c.oid = x.relid
+			-- tried as the owner: a dry run shows the tables whose owner
+			-- the caller is not as blocked already (flake_migrate_lock)
+			WHERE pg_has_role(c.relowner, 'USAGE')
+			GROUP BY x.relid
 		)
 		SELECT u.relid, u.atts, o.what, o.expr, o.is_check,
 			   (SELECT CASE WHEN count(*) = 1 THEN min(x) END FROM unnest(o.uses) x WHERE x = ANY (u.atts)) AS att
@@ -683,26 +744,27 @@ BEGIN
 		WHERE o.uses && u.atts
 		ORDER BY u.relid, o.what
 	LOOP
-		SELECT string_agg(CASE WHEN a.attnum = r.att
-						  THEN format('CAST($1 AS %s) AS %I', target, a.attname)
-						  WHEN a.attnum = ANY (r.atts)
-						  THEN format('CAST(CAST(%1$I AS bigint) AS %2$s) AS %1$I', a.attname, target)
-						  ELSE format('%I', a.attname) END, ', ' ORDER BY a.attnum)
-		INTO list
-		FROM pg_attribute a WHERE a.attrelid = r.relid AND a.attnum > 0 AND NOT a.attisdropped;
-		probe_sql := format('WITH o AS (SELECT t.* FROM (SELECT) AS one LEFT JOIN (SELECT * FROM %s LIMIT 1) AS t ON true), n AS (SELECT %s FROM o) ',
-							r.relid::regclass, list)
-			|| CASE WHEN r.is_check
-			   THEN format('SELECT coalesce((SELECT %1$s FROM o), true) AND NOT coalesce((SELECT %1$s FROM n), true)', r.expr)
-			   ELSE format('SELECT (SELECT ROW(%s, true)::text FROM n) IS NULL', r.expr) END;
 		FOREACH probe IN ARRAY CASE WHEN generator = 'randflake_next'
 							   THEN ARRAY[-9223372036854775808, 9223372036854775807] ELSE ARRAY[first_id] END LOOP
+			SELECT string_agg(CASE WHEN a.attnum = r.att
+							  THEN format('CAST(CAST(%L AS bigint) AS %s) AS %I', probe, target, a.attname)
+							  WHEN a.attnum = ANY (r.atts)
+							  THEN format('CAST(CAST(%1$I AS bigint) AS %2$s) AS %1$I', a.attname, target)
+							  ELSE format('%I', a.attname) END, ', ' ORDER BY a.attnum)
+			INTO list
+			FROM pg_attribute a WHERE a.attrelid = r.relid AND a.attnum > 0 AND NOT a.attisdropped;
 			BEGIN
-				-- as for ALTER TABLE: the ulidflake operators are found
-				PERFORM set_config('search_path', CASE WHEN to_ulid THEN 'pg_catalog, @extschema@, pg_temp'
-												  ELSE 'pg_catalog, pg_temp' END, true);
-				EXECUTE probe_sql USING probe INTO fails;
-				PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
+				-- as the table's owner; with ulidflake, the search_path
+				-- finds its operators, as ALTER TABLE needs them
+				SELECT * INTO fails
+				FROM @extschema@.flake_migrate_read_as_owner(
+					r.relid::regclass,
+					format('WITH o AS (SELECT t.* FROM (SELECT) AS one LEFT JOIN (SELECT * FROM %s LIMIT 1) AS t ON true), n AS (SELECT %s FROM o) ',
+						   r.relid::regclass, list)
+					|| CASE WHEN r.is_check
+					   THEN format('SELECT coalesce((SELECT %1$s FROM o), true) AND NOT coalesce((SELECT %1$s FROM n), true)', r.expr)
+					   ELSE format('SELECT (SELECT ROW(%s, true)::text FROM n) IS NULL', r.expr) END,
+					to_ulid) AS p(fails boolean);
 				IF r.is_check AND fails THEN
 					problems := problems || format('%s is false for them in column %I', r.what,
 												   (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = r.relid AND a.attnum = r.att));
@@ -736,7 +798,8 @@ COMMENT ON FUNCTION flake_migrate_probe(regclass, name, flake_migrate_column[], 
 -- which live generation never uses, claimed for the rekey's milliseconds
 -- when the query runs (see src/rekey.c), so no other rekey gets them.
 -- Refuses rows without a usable time, and new ids that could meet old
--- ones.
+-- ones.  The table is read as its owner (flake_migrate_read_as_owner); the
+-- query runs as the caller, who may claim the node.
 --
 CREATE FUNCTION flake_migrate_rekey_query(tbl regclass, col name, generator text,
 										  rekey_from name, first_id bigint, undatable text,
@@ -748,6 +811,7 @@ DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
 	gen_call	text := '@extschema@.' || generator || '()';
 	slots		text;			-- SELECT k (old id), slot (ms * per_ms + n)
+	slots_read	text;			-- those rows, read as the table's owner
 	per_ms		bigint;			-- ids of a millisecond on one node
 	ms_shift	integer;		-- bits below the milliseconds in an id
 	seq_bits	integer;
@@ -789,21 +853,25 @@ BEGIN
 
 	-- one scan: the rows without a usable time, the milliseconds of the
 	-- others, and the largest old key
-	EXECUTE format('SELECT count(*) FILTER (WHERE %1$I IS NULL),
-						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < $1),
-						   count(*) FILTER (WHERE CAST(%1$I AS timestamptz) >= $2),
-						   min(CASE WHEN %2$s THEN %3$s END), max(CASE WHEN %2$s THEN %3$s END),
-						   count(*) FILTER (WHERE %2$s), max(CAST(%4$I AS bigint))
-					FROM %5$s',
-				   rekey_from, datable,
-				   format('CAST(@extschema@.%s(CAST(%I AS timestamptz)) AS bigint) >> %s',
-						  CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
-						  rekey_from, ms_shift),
-				   col, tbl)
-		USING epoch, CASE WHEN to_ulid
-					 THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
-					 ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms'
-		INTO n_null, n_before, n_after, first_ms, last_ms, cnt, max_old;
+	SELECT * INTO n_null, n_before, n_after, first_ms, last_ms, cnt, max_old
+	FROM @extschema@.flake_migrate_read_as_owner(tbl, format(
+			'SELECT count(*) FILTER (WHERE %1$I IS NULL),
+					count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < CAST(%6$L AS timestamptz)),
+					count(*) FILTER (WHERE CAST(%1$I AS timestamptz) >= CAST(%7$L AS timestamptz)),
+					min(CASE WHEN %2$s THEN %3$s END), max(CASE WHEN %2$s THEN %3$s END),
+					count(*) FILTER (WHERE %2$s), max(CAST(%4$I AS bigint))
+			 FROM %5$s',
+			rekey_from, datable,
+			format('CAST(@extschema@.%s(CAST(%I AS timestamptz)) AS bigint) >> %s',
+				   CASE WHEN to_ulid THEN 'ulidflake_from_timestamp' ELSE 'flake_from_timestamp' END,
+				   rekey_from, ms_shift),
+			col, tbl, epoch,
+			CASE WHEN to_ulid
+			THEN @extschema@.flake_timestamp(CAST(first_id AS @extschema@.ulidflake))
+			ELSE @extschema@.flake_timestamp(first_id) END + interval '1 ms'),
+		false)
+		 AS n(n_null bigint, n_before bigint, n_after bigint, first_ms bigint, last_ms bigint,
+			  cnt bigint, max_old bigint);
 	-- a millisecond with more rows than ids spills into the next ones
 	last_ms := last_ms + (cnt - 1) / per_ms;
 	IF n_null + n_before + n_after > 0 AND undatable IS NOT NULL THEN
@@ -839,9 +907,12 @@ BEGIN
 
 	-- ... and must not meet the old ids of other rows
 	IF first_ms << ms_shift <= max_old THEN
-		EXECUTE format('SELECT count(DISTINCT s.k) FROM (%s) s JOIN %s o ON CAST(o.%I AS bigint) BETWEEN (s.slot / $1) << $2 AND ((s.slot / $1 + 1) << $2) - 1',
-					   slots, tbl, col)
-			USING per_ms, ms_shift INTO cnt;
+		SELECT * INTO cnt
+		FROM @extschema@.flake_migrate_read_as_owner(tbl, format(
+				'SELECT count(DISTINCT s.k) FROM (%s) s JOIN %s o ON CAST(o.%I AS bigint) BETWEEN (s.slot / %4$s) << %5$s AND ((s.slot / %4$s + 1) << %5$s) - 1',
+				slots, tbl, col, per_ms, ms_shift),
+			false)
+			 AS n(cnt bigint);
 		IF cnt > 0 THEN
 			RAISE EXCEPTION '% new ids of % could equal old ids of other rows', cnt, tbl
 				USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -852,25 +923,29 @@ BEGIN
 
 	-- the milliseconds, then for ulidflake the sequence and a band, for
 	-- Snowflake a node and the sequence; the band or node is claimed for
-	-- the rekey when the statement runs
+	-- the rekey when the statement runs.  The slots are read as the
+	-- table's owner.
+	slots_read := format('@extschema@.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS s(k bigint, slot bigint)',
+						 tbl, slots);
 	IF first_ms IS NULL THEN
 		query := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
 	ELSIF to_ulid THEN
 		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%3$s, %4$s, true) AS band)
 SELECT k AS old_id, ((slot >> 15) << 20) | ((slot & 32767) << 5) | n.band AS new_id
-FROM (%1$s) s, n$q$,
-						slots, NULL, first_ms, last_ms);
+FROM %1$s, n$q$,
+						slots_read, NULL, first_ms, last_ms);
 	ELSE
 		-- the claim runs exactly once, when the statement does
 		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(%5$s, %6$s) AS node)
 SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
-FROM (%4$s) s, n$q$,
-						seq_bits, ms_shift, per_ms - 1, slots, first_ms, last_ms);
+FROM %4$s, n$q$,
+						seq_bits, ms_shift, per_ms - 1, slots_read, first_ms, last_ms);
 	END IF;
 	-- rows without a time: ids of now, in old id order
 	IF undatable = 'now' AND note IS NOT NULL THEN
-		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM (SELECT CAST(%I AS bigint) AS k FROM %s WHERE NOT coalesce(%s, false) ORDER BY 1) u)',
-						query, generator, col, tbl, datable);
+		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM @extschema@.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS u(k bigint))',
+						query, generator, tbl,
+						format('SELECT CAST(%I AS bigint) FROM %s WHERE NOT coalesce(%s, false) ORDER BY 1', col, tbl, datable));
 	END IF;
 END
 $$;
@@ -880,7 +955,8 @@ COMMENT ON FUNCTION flake_migrate_rekey_query(regclass, name, text, name, bigint
 --
 -- Foreign keys into the columns that change are dropped and added back
 -- afterwards under the same names: one validation instead of one per
--- altered column, and no checks while the ids are rewritten.
+-- altered column, and no checks while the ids are rewritten.  Both as the
+-- owner of the referencing table, as every statement on a table.
 --
 CREATE FUNCTION flake_migrate_foreign_keys(tbl regclass, col name, cols flake_migrate_column[],
 										   OUT drops flake_migrate_step[], OUT adds flake_migrate_step[])
@@ -904,6 +980,23 @@ BEGIN
 				  DETAIL = format('flake_migrate drops and adds these foreign keys again, which would enable them: %s.', list),
 				  HINT = 'Enable their triggers (ALTER TABLE ... ENABLE TRIGGER ALL), or drop the foreign keys first.';
 	END IF;
+	-- the owner adding a foreign key needs REFERENCES on the key, which it
+	-- lacks when it was given the table after the key was made, or the
+	-- privilege was revoked since
+	SELECT string_agg(DISTINCT format('%I on %s references %s, and its owner %s may not', c.conname,
+									  c.conrelid::regclass, c.confrelid::regclass, r.relowner::regrole), ', ')
+	INTO list
+	FROM unnest(cols) u
+	JOIN pg_constraint c ON c.contype = 'f' AND c.confrelid = u.relid AND u.attnum = ANY (c.confkey)
+	JOIN pg_class r ON r.oid = c.conrelid
+	WHERE EXISTS (SELECT FROM unnest(c.confkey) k
+				  WHERE NOT has_column_privilege(r.relowner, c.confrelid, k, 'REFERENCES'));
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'owners of tables referencing %.% may not reference it', tbl, quote_ident(col)
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = format('flake_migrate adds the foreign keys back as the owners of their tables: %s.', list),
+				  HINT = 'GRANT REFERENCES on the referenced tables to those owners.';
+	END IF;
 	drops := '{}';
 	adds := '{}';
 	FOR fk IN
@@ -915,14 +1008,14 @@ BEGIN
 	LOOP
 		drops := drops || ROW('drop constraint',
 							  format('ALTER TABLE %s DROP CONSTRAINT %I', fk.conrelid::regclass, fk.conname),
-							  true, false)::@extschema@.flake_migrate_step;
+							  true, false, fk.conrelid)::@extschema@.flake_migrate_step;
 		adds := adds || ROW('add constraint',
 							format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.conrelid::regclass, fk.conname, fk.def),
-							true, false)::@extschema@.flake_migrate_step;
+							true, false, fk.conrelid)::@extschema@.flake_migrate_step;
 		IF fk.comment IS NOT NULL THEN
 			adds := adds || ROW('comment',
 								format('COMMENT ON CONSTRAINT %I ON %s IS %L', fk.conname, fk.conrelid::regclass, fk.comment),
-								true, false)::@extschema@.flake_migrate_step;
+								true, false, fk.conrelid)::@extschema@.flake_migrate_step;
 		END IF;
 	END LOOP;
 END
@@ -933,7 +1026,7 @@ COMMENT ON FUNCTION flake_migrate_foreign_keys(regclass, name, flake_migrate_col
 --
 -- Detach the key from its identity, or from its default and the sequences
 -- it draws from: a sequence is dropped only when the column owns it and
--- nothing else uses it.
+-- nothing else uses it.  As the table's owner, who owns such a sequence.
 --
 CREATE FUNCTION flake_migrate_detach(tbl regclass, col name, key_attnum int2, identity_seq oid,
 									 default_oid oid, default_seqs oid[])
@@ -948,13 +1041,13 @@ DECLARE
 BEGIN
 	IF identity_seq IS NOT NULL THEN
 		RETURN ARRAY[ROW('drop identity', format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col),
-						 true, false)::@extschema@.flake_migrate_step];
+						 true, false, tbl)::@extschema@.flake_migrate_step];
 	END IF;
 	IF default_oid IS NULL THEN
 		RETURN steps;
 	END IF;
 	steps := steps || ROW('drop default', format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', tbl, col),
-						  true, false)::@extschema@.flake_migrate_step;
+						  true, false, tbl)::@extschema@.flake_migrate_step;
 	FOREACH seq IN ARRAY default_seqs LOOP
 		SELECT string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', ' ORDER BY 1) INTO list
 		FROM pg_depend d
@@ -965,16 +1058,16 @@ BEGIN
 						 AND d.refclassid = 'pg_class'::regclass AND d.refobjid = tbl
 						 AND d.refobjsubid = key_attnum AND d.deptype = 'a') THEN
 			steps := steps || ROW('note', format('sequence %s is kept: %s.%I does not own it', seq::regclass, tbl, col),
-								  false, false)::@extschema@.flake_migrate_step;
+								  false, false, NULL)::@extschema@.flake_migrate_step;
 		ELSIF list IS NOT NULL THEN
 			steps := steps || ROW('note', format('sequence %s is kept: also used by %s', seq::regclass, list),
-								  false, false)::@extschema@.flake_migrate_step
+								  false, false, NULL)::@extschema@.flake_migrate_step
 						   || ROW('disown sequence', format('ALTER SEQUENCE %s OWNED BY NONE', seq::regclass),
-								  true, false)::@extschema@.flake_migrate_step;
+								  true, false, tbl)::@extschema@.flake_migrate_step;
 		ELSE
 			-- an owned sequence has the table's owner
 			steps := steps || ROW('drop sequence', format('DROP SEQUENCE %s', seq::regclass),
-								  true, false)::@extschema@.flake_migrate_step;
+								  true, false, tbl)::@extschema@.flake_migrate_step;
 		END IF;
 	END LOOP;
 	RETURN steps;
@@ -991,7 +1084,8 @@ REVOKE EXECUTE ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) FROM PUBLI
 COMMENT ON FUNCTION flake_rekey_claim(bigint, bigint, boolean) IS 'claim a node of flake.rekey_nodes (or with band, a ulidflake band) for the milliseconds of a flake_migrate() rekey';
 
 -- the new id of an old one in a rekey's mapping table (src/remap.c), for
--- ALTER TABLE ... TYPE ... USING: the table is read once per statement
+-- ALTER TABLE ... TYPE ... USING: the table is read once per statement,
+-- with the rights of the table's owner, who runs the ALTER TABLE
 CREATE FUNCTION flake_migrate_lookup(map regclass, old_id bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION flake_migrate_lookup(regclass, bigint) IS 'the new id of old_id in a flake_migrate() mapping table, or old_id when it lists none';
@@ -1093,7 +1187,7 @@ BEGIN
 	-- refusal when they would be left behind without also saying so
 	SELECT string_agg(c.description, ', '),
 		   coalesce(array_agg(ROW('note', 'possible reference without a foreign key, left as it is: ' || c.description,
-								  false, false)::@extschema@.flake_migrate_step), '{}')
+								  false, false, NULL)::@extschema@.flake_migrate_step), '{}')
 	INTO list, notes
 	FROM @extschema@.flake_migrate_candidates(tbl, col, closure.cols) c
 	JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
@@ -1139,25 +1233,34 @@ BEGIN
 			SELECT NULL::text AS query, NULL::text AS note INTO mapping;
 		END;
 		IF mapping.note IS NOT NULL THEN
-			plan := plan || ROW('note', mapping.note, false, false)::@extschema@.flake_migrate_step;
+			plan := plan || ROW('note', mapping.note, false, false, NULL)::@extschema@.flake_migrate_step;
 		END IF;
+		-- the caller's own table: it holds no code of another role
 		plan := plan
 			|| ROW('create map',
 				   format('CREATE TABLE %s (old_id bigint NOT NULL, new_id %s NOT NULL)', coalesce(map_rel, '...'), target),
-				   true, false)::@extschema@.flake_migrate_step
+				   true, false, NULL)::@extschema@.flake_migrate_step
 			|| ROW('comment',
 				   format('COMMENT ON TABLE %s IS %L', map_rel,
 						  format('old and new ids of %s.%I, rekeyed by flake_migrate from %I', tbl, col, rekey_from)),
-				   true, false)::@extschema@.flake_migrate_step
+				   true, false, NULL)::@extschema@.flake_migrate_step
 			|| ROW('fill map',
 				   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
 						  CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END,
 						  coalesce(mapping.query, '...')),
-				   true, true)::@extschema@.flake_migrate_step
+				   true, true, NULL)::@extschema@.flake_migrate_step
 			-- built after the rows are in: one sort each
 			|| ROW('index map',
 				   format('ALTER TABLE %s ADD PRIMARY KEY (old_id), ADD UNIQUE (new_id)', coalesce(map_rel, '...')),
-				   true, false)::@extschema@.flake_migrate_step;
+				   true, false, NULL)::@extschema@.flake_migrate_step;
+		-- the tables' owners read it in their ALTER TABLE
+		SELECT string_agg(DISTINCT c.relowner::regrole::text, ', ') INTO list
+		FROM pg_class c
+		WHERE c.oid = ANY (closure.touched) AND c.relowner <> current_user::regrole;
+		IF list IS NOT NULL THEN
+			plan := plan || ROW('grant', format('GRANT SELECT ON %s TO %s', coalesce(map_rel, '...'), list),
+								true, false, NULL)::@extschema@.flake_migrate_step;
+		END IF;
 	END IF;
 
 	IF rekey OR true = ANY (SELECT c.changes FROM unnest(closure.cols) c) THEN
@@ -1198,12 +1301,12 @@ BEGIN
 		CONTINUE WHEN list IS NULL;
 		plan := plan || ROW(CASE WHEN rekey THEN 'rekey' ELSE 'alter type' END,
 							format('ALTER TABLE %s %s', t::regclass, list),
-							true, false)::@extschema@.flake_migrate_step;
+							true, false, t)::@extschema@.flake_migrate_step;
 	END LOOP;
 
 	plan := plan || fk_adds
 		|| ROW('set default', format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator),
-			   true, false)::@extschema@.flake_migrate_step;
+			   true, false, tbl)::@extschema@.flake_migrate_step;
 
 	--
 	-- Run the plan (or only show it, after what is in its way)
@@ -1215,14 +1318,16 @@ BEGIN
 		action := s.action;
 		detail := s.detail;
 		IF s.run AND NOT dry_run THEN
-			-- ALTER TABLE parses CHECK constraints and index expressions
-			-- again for the new type: with ulidflake, they need its operators
-			IF action IN ('alter type', 'rekey') AND to_ulid THEN
-				PERFORM set_config('search_path', 'pg_catalog, @extschema@, pg_temp', true);
+			IF s.as_owner_of IS NULL THEN
+				EXECUTE detail;
+				GET DIAGNOSTICS cnt = ROW_COUNT;
+			ELSE
+				-- ALTER TABLE parses CHECK constraints and index expressions
+				-- again for the new type: with ulidflake, they need its
+				-- operators
+				cnt := @extschema@.flake_migrate_as_owner(s.as_owner_of, detail,
+														  action IN ('alter type', 'rekey') AND to_ulid);
 			END IF;
-			EXECUTE detail;
-			GET DIAGNOSTICS cnt = ROW_COUNT;
-			PERFORM set_config('search_path', 'pg_catalog, pg_temp', true);
 			IF s.counted THEN
 				detail := format('%s /* %s rows */', detail, cnt);
 			END IF;

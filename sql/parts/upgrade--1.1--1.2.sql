@@ -5,6 +5,11 @@
 -- here and sql/parts/migrate.sql, appended by make, creates the new ones.
 ------------------------------------------------------------------------
 
+-- flake_leases: for pg_monitor, not only superusers
+REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION flake_lease_info() TO pg_monitor;
+GRANT SELECT ON flake_leases TO pg_monitor;
+
 DROP FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text);
 DROP FUNCTION flake_migrate_tables(regclass[], name, text, name, boolean, text[], text);
 DROP FUNCTION flake_migrate_also(regclass, name, smallint, text[]);
