@@ -4,6 +4,8 @@
 #   make test   build, install and run the whole suite
 #   make bench  benchmarks (test/bench; MAJOR=18 in that major's chroot)
 #   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
+#   make check-citus  flake on a Citus cluster (test/t/060_citus.pl) against
+#               this PostgreSQL, with Citus installed (see test/citus)
 #   make matrix the suite on every PostgreSQL major, in Debian chroots
 #               (MAJORS="17 18" for some; see test/matrix)
 #   make indent lay out the C sources as PostgreSQL's pgindent does
@@ -128,6 +130,9 @@ matrix:
 packages:
 	test/packages
 
+check-citus:
+	test/citus
+
 bench:
 	test/bench/run
 
@@ -156,7 +161,7 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: dist packages check-meta list-regress list-isolation check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake

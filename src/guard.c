@@ -22,6 +22,13 @@
  * workers run); rows written here are this server's own.  So it must be
  * enabled with ENABLE REPLICA or ENABLE ALWAYS, and says so otherwise.
  *
+ * On Citus the trigger fires on the shards of a distributed table, on the
+ * workers: rows that Citus's own shard moves and splits copy between the
+ * cluster's nodes pass (they may have been made on any group, this one's
+ * included), messages name the distributed table and trigger rather than a
+ * shard's, and where the nodes settings are at their defaults, this
+ * server's own nodes are its Citus group's share.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -34,6 +41,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "citus.h"
 #include "randflake.h"
 #include "settings.h"
 #include "snowflake.h"
@@ -218,11 +226,59 @@ node_in(const char *setting, int bits, int64 node)
 	return lookup.found;
 }
 
+/*
+ * The table to name in messages: on a Citus worker the trigger fires on a
+ * shard; users know, and run commands on, its distributed table.
+ */
+static const char *
+table_name(Relation rel)
+{
+	const char *table = flake_citus_shard_table(RelationGetRelationName(rel));
+
+	return table != NULL ? table : RelationGetRelationName(rel);
+}
+
+/* The trigger's name as created on the table: a shard's has the shard's suffix. */
+static const char *
+trigger_name(Relation rel, const Trigger *trigger)
+{
+	const char *suffix = RelationGetRelationName(rel) + strlen(table_name(rel));
+	size_t		suffix_len = strlen(suffix);
+	size_t		len = strlen(trigger->tgname);
+
+	if (suffix_len > 0 && len > suffix_len &&
+		strcmp(trigger->tgname + len - suffix_len, suffix) == 0)
+		return pnstrdup(trigger->tgname, len - suffix_len);
+	return trigger->tgname;
+}
+
+/*
+ * Is node one of this server's own for a family: of its nodes setting, or
+ * on Citus with the setting at its default, of its group's share (citus()
+ * gives it).  *own says which, for a message.
+ */
+static bool
+own_node(int64 node, const char *setting_name, const char *setting, int bits,
+		 bool (*citus) (int *first, int *count), const char **own)
+{
+	int			first;
+	int			count;
+
+	if (citus(&first, &count))
+	{
+		*own = psprintf("this server's Citus group, which generates on nodes %d-%d (%s at its default)",
+						first, first + count - 1, setting_name);
+		return node >= first && node < first + count;
+	}
+	*own = psprintf("this server's %s %s", setting_name, nodes_text(setting));
+	return node_in(setting, bits, node);
+}
+
 static void
 check_value(Relation rel, const GuardColumn *col, Datum value)
 {
 	int64		id = DatumGetInt64(value);
-	const char *table = RelationGetRelationName(rel);
+	const char *own;
 
 	switch (col->family)
 	{
@@ -233,13 +289,14 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 				if (id < 0)
 					return;		/* not a flake id: no node to compare */
 				node = snowflake_node_of(id);
-				if (node_in(snowflake_nodes_string, snowflake_node_bits, node))
+				if (own_node(node, "flake.nodes", snowflake_nodes_string,
+							 snowflake_node_bits, snowflake_citus_nodes, &own))
 					ereport(ERROR,
 							(errcode(ERRCODE_CHECK_VIOLATION),
 							 errmsg("replicated flake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node " INT64_FORMAT ", one of this server's own nodes",
-									id, col->name, table, node),
-							 errdetail("The server it came from has node " INT64_FORMAT " in its flake.nodes, and so has this server's flake.nodes %s: their ranges overlap, so their ids can collide.",
-									   node, nodes_text(snowflake_nodes_string)),
+									id, col->name, table_name(rel), node),
+							 errdetail("The server it came from has node " INT64_FORMAT " in its flake.nodes, and so has %s: their ranges overlap, so their ids can collide.",
+									   node, own),
 							 errhint("Give every server that writes this table a disjoint flake.nodes; flake_node(id) shows which node made an id.")));
 				break;
 			}
@@ -247,13 +304,14 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 			{
 				int32		node = randflake_node_of(id);
 
-				if (node_in(randflake_nodes_string, RANDFLAKE_NODE_BITS, node))
+				if (own_node(node, "flake.randflake_nodes", randflake_nodes_string,
+							 RANDFLAKE_NODE_BITS, randflake_citus_nodes, &own))
 					ereport(ERROR,
 							(errcode(ERRCODE_CHECK_VIOLATION),
 							 errmsg("replicated randflake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node %d, one of this server's own nodes",
-									id, col->name, table, node),
-							 errdetail("The server it came from has node %d in its flake.randflake_nodes, and so has this server's flake.randflake_nodes %s: their ranges overlap, so their ids can collide.",
-									   node, nodes_text(randflake_nodes_string)),
+									id, col->name, table_name(rel), node),
+							 errdetail("The server it came from has node %d in its flake.randflake_nodes, and so has %s: their ranges overlap, so their ids can collide.",
+									   node, own),
 							 errhint("Give every server that writes this table a disjoint flake.randflake_nodes, and the same flake.randflake_secret.")));
 				break;
 			}
@@ -268,7 +326,7 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 				ereport(ERROR,
 						(errcode(ERRCODE_CHECK_VIOLATION),
 						 errmsg("replicated ulidflake id %s in column \"%s\" of table \"%s\" has sid %d, one of this server's own sids",
-								encoded, col->name, table, sid),
+								encoded, col->name, table_name(rel), sid),
 						 errdetail("The server it came from generates with sid %d, and so does this server (sids \"%s\"): their values can collide.",
 								   sid, col->sids),
 						 errhint("Give every server that writes this table its own ulidflake_next(sid) sids.")));
@@ -298,16 +356,18 @@ flake_guard(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake_guard() trigger \"%s\" on table \"%s\" does not fire for replicated rows",
-						trigdata->tg_trigger->tgname,
-						RelationGetRelationName(trigdata->tg_relation)),
+						trigger_name(trigdata->tg_relation, trigdata->tg_trigger),
+						table_name(trigdata->tg_relation)),
 				 errhint("Enable it for rows applied by replication: ALTER TABLE %s ENABLE REPLICA TRIGGER %s;",
-						 quote_identifier(RelationGetRelationName(trigdata->tg_relation)),
-						 quote_identifier(trigdata->tg_trigger->tgname))));
+						 quote_identifier(table_name(trigdata->tg_relation)),
+						 quote_identifier(trigger_name(trigdata->tg_relation,
+													   trigdata->tg_trigger)))));
 
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	spec = guard_spec(fcinfo, trigdata);
-	if (SessionReplicationRole != SESSION_REPLICATION_ROLE_REPLICA)
+	if (SessionReplicationRole != SESSION_REPLICATION_ROLE_REPLICA ||
+		flake_citus_shard_transfer())
 		return PointerGetDatum(tuple);
 
 	for (int i = 0; i < spec->ncolumns; i++)

@@ -24,6 +24,7 @@
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 
+#include "citus.h"
 #include "lease.h"
 
 /* Set up a node in fresh shared memory; id -1 for one that is not leasable. */
@@ -99,4 +100,25 @@ flake_release(FlakeNode *node)
 
 	(void) pg_atomic_compare_exchange_u32(&node->owner, &me, 0);
 	(void) pg_atomic_fetch_sub_u32(&node->holders, 1);
+}
+
+/*
+ * On Citus, narrow a node space whose nodes are in node order (2^space_bits
+ * of them) to the share of this database's Citus group, 2^share_bits nodes
+ * (see citus.c); setting names what to configure where the group is beyond
+ * the space.  Without Citus the space stays whole.
+ */
+void
+flake_lease_citus_share(FlakeNodeSpace *space, int space_bits, int share_bits,
+						const char *setting)
+{
+	int32		group = flake_citus_group(space->generator);
+	int64		first;
+
+	if (group == FLAKE_CITUS_NONE)
+		return;
+	first = flake_citus_share(group, space_bits, share_bits, space->generator,
+							  setting);
+	space->first = flake_node_at(space, (int) first);
+	space->count = 1 << share_bits;
 }

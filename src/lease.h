@@ -66,5 +66,7 @@ extern void flake_node_init(FlakeNode *node, int32 id);
 extern FlakeNode *flake_lease(const FlakeNodeSpace *space,
 							  bool (*held) (const FlakeNode *node));
 extern void flake_release(FlakeNode *node);
+extern void flake_lease_citus_share(FlakeNodeSpace *space, int space_bits,
+									int share_bits, const char *setting);
 
 #endif							/* FLAKE_LEASE_H */

@@ -51,6 +51,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "citus.h"
 #include "clock.h"
 #include "compat.h"
 #include "highwater.h"
@@ -67,6 +68,13 @@
 #define RANDFLAKE_END_TEXT		"2058-11-05 17:10:23+00"
 #define RANDFLAKE_RESERVE		256 /* sequence numbers reserved at a time */
 #define RANDFLAKE_SECOND_MS		1000
+#define RANDFLAKE_DEFAULT_NODES	"0-131071"
+
+/*
+ * On Citus, with flake.randflake_nodes at its default, each group leases
+ * from a share of 256 nodes (512 groups): see citus.c.
+ */
+#define RANDFLAKE_CITUS_SHARE_BITS	8
 
 /*
  * What the setting shows and reports in place of the secret; see
@@ -334,7 +342,7 @@ randflake_define_settings(void)
 								   "Nodes this server may lease to randflake_next(), such as 0-1023.",
 								   "Servers that share a secret need disjoint sets.",
 								   &randflake_nodes_string,
-								   "0-131071",
+								   RANDFLAKE_DEFAULT_NODES,
 								   PGC_POSTMASTER, 0,
 								   check_randflake_nodes, NULL, NULL);
 	DefineCustomStringVariable("flake.randflake_secret",
@@ -444,6 +452,40 @@ randflake_node_space(FlakeNodeSpace *space)
 	return true;
 }
 
+/*
+ * The nodes this backend leases from: flake.randflake_nodes, or on Citus
+ * with the default setting, the share of this database's group (the nodes
+ * are then in shared memory in node order).
+ */
+static void
+lease_space(FlakeNodeSpace *space)
+{
+	(void) randflake_node_space(space);
+	if (strcmp(randflake_nodes_string, RANDFLAKE_DEFAULT_NODES) == 0)
+		flake_lease_citus_share(space, RANDFLAKE_NODE_BITS,
+								RANDFLAKE_CITUS_SHARE_BITS, "flake.randflake_nodes");
+}
+
+/*
+ * The nodes of this server's Citus group, when randflake_next() leases from
+ * them (flake.randflake_nodes at its default, preloaded, Citus in this
+ * database): for flake_guard.
+ */
+bool
+randflake_citus_nodes(int *first, int *count)
+{
+	FlakeNodeSpace space;
+
+	if (randflake_shared == NULL)
+		return false;
+	lease_space(&space);
+	if (space.count == randflake_shared->nnodes)
+		return false;
+	*first = space.first->id;
+	*count = space.count;
+	return true;
+}
+
 /* Add the ids issued on a node to its count in flake_leases. */
 static void
 publish_issued(RandflakeLease *lease)
@@ -497,7 +539,7 @@ lease_node(void)
 	 * A backend holds at most half of the nodes (and at least one), so there
 	 * is always a node it does not hold yet.
 	 */
-	(void) randflake_node_space(&space);
+	lease_space(&space);
 	node = flake_lease(&space, held_here);
 	Assert(node != NULL);
 	leases[nleases].node = node;
@@ -593,8 +635,18 @@ reserve(RandflakeLease *lease, int64 now, int64 mono_ms)
 static uint64
 randflake_next_range(int64 now_ms, int64 now)
 {
+	static int	leasable = 0;	/* nodes this backend may lease from */
 	int64		mono_ms = flake_clock_monotonic_ms();
-	int			max_held = Max(1, randflake_shared->nnodes / 2);
+	int			max_held;
+
+	if (leasable == 0)
+	{
+		FlakeNodeSpace space;
+
+		lease_space(&space);
+		leasable = space.count;
+	}
+	max_held = Max(1, leasable / 2);
 
 	if (now > high_second ||
 		(uint64) (now_ms - round_started_ms) >= RANDFLAKE_SECOND_MS)
@@ -672,6 +724,8 @@ randflake_next(PG_FUNCTION_ARGS)
 	uint64		raw[RANDFLAKE_BATCH];
 
 	flake_require_shared();
+	if (unlikely(flake_citus_recheck))
+		(void) flake_citus_read_group("randflake_next");
 	key = server_key();
 	now_ms = flake_clock_unix_ms();
 	now = now_ms / 1000 - RANDFLAKE_EPOCH_UNIX;

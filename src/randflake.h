@@ -34,5 +34,6 @@ extern void randflake_define_settings(void);
 extern void randflake_add_shmem(void);
 extern bool randflake_node_space(struct FlakeNodeSpace *space);
 extern int32_t randflake_node_of(int64_t id);
+extern bool randflake_citus_nodes(int *first, int *count);
 
 #endif							/* FLAKE_RANDFLAKE_H */

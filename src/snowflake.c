@@ -26,6 +26,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "citus.h"
 #include "clock.h"
 #include "highwater.h"
 #include "lease.h"
@@ -42,6 +43,13 @@ static FlakeNodePadded *nodes = NULL;
 
 /* This backend's leased node, or -1. */
 static int	leased_node = -1;
+
+/*
+ * On Citus, with flake.nodes left empty, each group leases from a share of
+ * SNOWFLAKE_CITUS_SHARE_BITS nodes (16: 64 groups with the default 10 node
+ * bits): see citus.c.
+ */
+#define SNOWFLAKE_CITUS_SHARE_BITS	4
 
 PG_FUNCTION_INFO_V1(flake_next);
 PG_FUNCTION_INFO_V1(flake_next_node);
@@ -179,6 +187,39 @@ snowflake_node_space(FlakeNodeSpace *space)
 	return true;
 }
 
+/*
+ * On Citus with flake.nodes empty, narrow the node space to the share of
+ * this database's group.  The group is the one latched at the first call
+ * of any generator in this backend.
+ */
+static void
+snowflake_citus_share(FlakeNodeSpace *space)
+{
+	if (*snowflake_nodes_string == '\0')
+		flake_lease_citus_share(space, snowflake_node_bits,
+								SNOWFLAKE_CITUS_SHARE_BITS, "flake.nodes");
+}
+
+/*
+ * The nodes of this server's Citus group, when flake_next() leases from
+ * them (flake.nodes empty, preloaded, Citus in this database): for
+ * flake_guard.
+ */
+bool
+snowflake_citus_nodes(int *first, int *count)
+{
+	FlakeNodeSpace space;
+
+	if (*snowflake_nodes_string != '\0' || !snowflake_node_space(&space))
+		return false;
+	snowflake_citus_share(&space);
+	if (space.count == 1 << snowflake_node_bits)
+		return false;
+	*first = space.first->id;
+	*count = space.count;
+	return true;
+}
+
 static void
 release_lease(int code, Datum arg)
 {
@@ -204,10 +245,12 @@ lease_node(void)
 	}
 
 	/*
-	 * flake.nodes always has a node ('' is the whole node space), and held
-	 * nodes are shared, so a node is always found.
+	 * flake.nodes always has a node ('' is the whole node space, or the Citus
+	 * group's share of it), and held nodes are shared, so a node is always
+	 * found.
 	 */
 	(void) snowflake_node_space(&space);
+	snowflake_citus_share(&space);
 	node = flake_lease(&space, NULL);
 	Assert(node != NULL);
 	leased_node = node->id;
@@ -296,6 +339,8 @@ flake_next(PG_FUNCTION_ARGS)
 	flake_require_shared();
 	if (unlikely(leased_node < 0))
 		lease_node();
+	else if (unlikely(flake_citus_recheck))
+		(void) flake_citus_read_group("flake_next");
 	id = snowflake_generate(leased_node);
 
 	/*
@@ -336,6 +381,22 @@ flake_next_node(PG_FUNCTION_ARGS)
 				 errdetail("This server generates on nodes \"%s\" only; other servers may generate on the others.",
 						   snowflake_nodes_string),
 				 errhint("Pass a node of flake.nodes, or widen flake.nodes (restart) where no other server uses the node.")));
+	if (*snowflake_nodes_string == '\0')
+	{
+		FlakeNodeSpace space;
+		int			first;
+
+		(void) snowflake_node_space(&space);
+		snowflake_citus_share(&space);
+		first = space.first->id;
+		if (node < first || node >= first + space.count)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("node %d is not in this server's Citus node range", node),
+					 errdetail("With flake.nodes empty, this server's Citus group generates on nodes %d to %d only; other groups generate on the others.",
+							   first, first + space.count - 1),
+					 errhint("Pass a node of that range, or give this server flake.nodes of its own (restart).")));
+	}
 	PG_RETURN_INT64(snowflake_generate(node));
 }
 

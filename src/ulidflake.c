@@ -20,6 +20,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "citus.h"
 #include "clock.h"
 #include "compat.h"
 #include "entropy.h"
@@ -298,10 +299,21 @@ ulidflake_generate(int sid, const char *generator)
 	return (int64) next;
 }
 
+/*
+ * On Citus, stand-alone values carry the group as their sid (the scalable
+ * form, groups 0 to 31), so that nodes do not rely on random entropy to
+ * differ: see citus.c.
+ */
 Datum
 ulidflake_next(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ulidflake_generate(ULIDFLAKE_STANDALONE, "ulidflake_next()"));
+	int32		group = flake_citus_group("ulidflake_next");
+
+	if (group == FLAKE_CITUS_NONE)
+		PG_RETURN_INT64(ulidflake_generate(ULIDFLAKE_STANDALONE, "ulidflake_next()"));
+	PG_RETURN_INT64(ulidflake_generate((int) flake_citus_share(group, ULIDFLAKE_SID_BITS, 0,
+															   "ulidflake_next", NULL),
+									   "ulidflake_next()"));
 }
 
 Datum

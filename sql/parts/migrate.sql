@@ -513,6 +513,7 @@ DECLARE
 	msg			text;
 	state		text;
 	det			text;
+	hint		text;
 BEGIN
 	BEGIN
 		-- a referencing column must hold the new ids too
@@ -589,6 +590,34 @@ BEGIN
 		END IF;
 		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
 		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+	BEGIN
+		-- Citus changes neither the default nor the type of a distributed
+		-- table's distribution column (looked up only where Citus is)
+		IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+			EXECUTE $q$
+				SELECT string_agg(format('%s.%I', p.logicalrelid::regclass, a.attname), ', ' ORDER BY 1)
+				FROM pg_dist_partition p
+				JOIN pg_attribute a ON a.attrelid = p.logicalrelid
+					AND a.attnum = substring(p.partkey FROM ':varattno (\d+)')::int2
+				WHERE (p.logicalrelid = $2 AND a.attname = $3)
+				   OR (a.attrelid, a.attnum) IN (SELECT u.relid, u.attnum FROM unnest($1) u WHERE u.changes)
+			$q$ INTO list USING cols, tbl, col;
+			IF list IS NOT NULL THEN
+				RAISE EXCEPTION 'cannot migrate %.%: Citus distributes tables by the columns it would change', tbl, quote_ident(col)
+					USING ERRCODE = 'feature_not_supported',
+						  DETAIL = format('Distribution columns: %s. Citus changes neither the default nor the type of a distribution column.', list),
+						  HINT = format('Give the key its default before distributing the table (ALTER TABLE ... SET DEFAULT, then create_distributed_table), or: SELECT undistribute_table(%L); then flake_migrate, then create_distributed_table again with the same distribution column and co-location.', tbl::text);
+			END IF;
+		END IF;
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT collect THEN
+			RAISE;
+		END IF;
+		-- the procedure that works is the point here: the dry run shows it too
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL,
+								hint = PG_EXCEPTION_HINT;
+		found := found || @extschema@.flake_migrate_blocked(msg, state, concat_ws(' ', det, hint));
 	END;
 	BEGIN
 		-- the tables, each on its own

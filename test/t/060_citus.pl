@@ -1,0 +1,355 @@
+# flake on a Citus cluster (issue 19): a coordinator and two workers that
+# preload citus and flake and are configured with nothing else (the same
+# randflake secret, which is not a node setting) get ids that are unique on
+# every insert path, from all three families: each Citus group generates on
+# its own share of the node spaces (and as its own ulidflake sid).  Then the
+# same with explicit, disjoint flake.nodes and flake.randflake_nodes, which
+# win over the groups.  Also: a worker not added yet refuses to generate; a
+# session whose group changed under it (node removed and added again)
+# refuses; the cluster check; flake_migrate on a distribution column.
+#
+# Needs Citus installed into the PostgreSQL under test (make check-citus, or
+# ../shared/citus in CI); skipped otherwise.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeTest;
+
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+plan skip_all => "Citus is not installed in $pkglibdir (install it there, or let make check-citus build it from ../shared/citus; see README, Development)"
+  unless -e "$pkglibdir/citus.so";
+
+my $rows = 4000;    # per path and server
+
+# A server of the cluster: TCP on 127.0.0.1 only, trusted there, as Citus
+# connects to its nodes by host and port.
+sub citus_server
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'citus,flake'
+listen_addresses = '127.0.0.1'
+max_worker_processes = 16
+max_connections = 100
+citus.node_conninfo = 'sslmode=disable'
+citus.log_remote_commands = off
+flake.randflake_secret = '$flake_secret'
+} . ($conf // ''));
+	$node->append_conf('pg_hba.conf', "host all all 127.0.0.1/32 trust\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION flake');
+	return $node;
+}
+
+my $coord = citus_server('coordinator');
+my $w1 = citus_server('worker1');
+my $w2 = citus_server('worker2');
+my @servers = ($coord, $w1, $w2);
+my ($rc, $stdout, $stderr);
+
+# --- before a node is added: group 0 without nodes refuses
+foreach my $gen ('flake_next()', 'randflake_next()', 'ulidflake_next()')
+{
+	my ($rc, $out, $err) = $w2->psql('postgres', "SELECT $gen");
+	like($err, qr/cannot know its node range: this server is not part of a Citus cluster yet/,
+		"$gen refuses on a server not yet added");
+}
+
+$coord->safe_psql('postgres', "SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ')');
+foreach my $w ($w1, $w2)
+{
+	$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $w->port . ')');
+}
+is($w2->safe_psql('postgres', 'SELECT groupid FROM pg_dist_local_group'), '2', 'worker2 is group 2');
+
+# --- a session whose group changes under it refuses; a new one uses the new group
+my ($in, $out) = ('', '');
+my $session = IPC::Run::start(
+	[ 'psql', '-X', '-A', '-t', '-d', $w2->connstr('postgres') ],
+	'<', \$in, '>&', \$out, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+sub session_query
+{
+	my ($sql) = @_;
+	$out = '';
+	$in .= "$sql;\n\\echo END\n";
+	$session->pump until $out =~ /^END$/m;
+	$out =~ s/^END\n//m;
+	return $out;
+}
+like(session_query('SELECT flake_node(flake_next()) >> 4, ulidflake_sid(ulidflake_next())'),
+	qr/^2\|2$/m, 'worker2 generates in group 2');
+$coord->safe_psql('postgres', "SELECT citus_remove_node('127.0.0.1', " . $w2->port . ')');
+$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $w2->port . ')');
+is($w2->safe_psql('postgres', 'SELECT groupid FROM pg_dist_local_group'), '3', 'worker2 is group 3 when added again');
+foreach my $gen ('flake_next()', 'randflake_next()', 'ulidflake_next()')
+{
+	like(session_query("SELECT $gen"),
+		qr/refuses to generate: database "postgres" changed from Citus group 2 to Citus group 3/,
+		"$gen refuses in a session whose group changed");
+}
+$in .= "\\q\n";
+$session->finish;
+is($w2->safe_psql('postgres', 'SELECT flake_node(flake_next()) >> 4'), '3', 'a new session generates in group 3');
+
+# --- the tables: one distributed by tenant with the key (tenant, f), one
+# by its flake_next() key; sources local, reference, co-located and not
+$coord->safe_psql('postgres', qq{
+	CREATE TABLE by_tenant (tenant int NOT NULL, path text NOT NULL,
+		f bigint NOT NULL DEFAULT flake_next(),
+		r bigint NOT NULL DEFAULT randflake_next(),
+		u ulidflake NOT NULL DEFAULT ulidflake_next(),
+		PRIMARY KEY (tenant, f));
+	SELECT create_distributed_table('by_tenant', 'tenant', shard_count => 4);
+	CREATE TABLE by_id (f bigint PRIMARY KEY DEFAULT flake_next(), path text NOT NULL,
+		r bigint NOT NULL DEFAULT randflake_next(),
+		u ulidflake NOT NULL DEFAULT ulidflake_next());
+	SELECT create_distributed_table('by_id', 'f', shard_count => 4);
+	CREATE TABLE local_src AS SELECT g FROM generate_series(1, $rows) g;
+	CREATE TABLE ref_src AS SELECT g FROM generate_series(1, $rows) g;
+	SELECT create_reference_table('ref_src');
+	CREATE TABLE coloc_src (tenant int, g int);
+	SELECT create_distributed_table('coloc_src', 'tenant', colocate_with => 'by_tenant');
+	INSERT INTO coloc_src SELECT g % 16, g FROM generate_series(1, $rows) g;
+	CREATE TABLE other_src (g int);
+	SELECT create_distributed_table('other_src', 'g', shard_count => 3, colocate_with => 'none');
+	INSERT INTO other_src SELECT g FROM generate_series(1, $rows) g;
+	CREATE FUNCTION add_rows(t int, n int) RETURNS void LANGUAGE plpgsql
+		AS \$\$ BEGIN INSERT INTO by_tenant (tenant, path) SELECT t, 'function' FROM generate_series(1, n); END \$\$;
+	SELECT create_distributed_function('add_rows(int,int)', 't', colocate_with => 'by_tenant');
+});
+
+# Run statements on several servers at once, each in its own session;
+# returns the number that failed.
+sub concurrently
+{
+	my @jobs = @_;
+	my @h;
+	foreach my $job (@jobs)
+	{
+		my ($node, $sql) = @$job;
+		my ($o, $e) = ('', '');
+		push @h, [ IPC::Run::start([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres') ],
+			'<', \$sql, '>', \$o, '2>', \$e, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default)), \$e ];
+	}
+	my $failed = 0;
+	foreach my $h (@h)
+	{
+		$h->[0]->finish;
+		if ($h->[0]->result != 0)
+		{
+			$failed++;
+			diag ${ $h->[1] };
+		}
+	}
+	return $failed;
+}
+
+my $multi = "INSERT INTO by_tenant (tenant, path) VALUES "
+  . join(', ', map { "($_ % 16, 'multi-row')" } 1 .. $rows) . ";\n";
+my $copy = "COPY by_tenant (tenant, path) FROM STDIN;\n"
+  . join('', map { ($_ % 16) . "\tcopy\n" } 1 .. $rows) . "\\.\n";
+my %paths = (
+	'single-row' => [ [ $coord, "DO \$\$ BEGIN FOR i IN 1..$rows / 4 LOOP INSERT INTO by_tenant (tenant, path) VALUES (i % 16, 'single-row'); END LOOP; END \$\$;" ] ],
+	'multi-row' => [ [ $coord, $multi ] ],
+	'copy' => [ [ $coord, $copy ] ],
+	'from local' => [ [ $coord, "INSERT INTO by_tenant (tenant, path) SELECT g % 16, 'from local' FROM local_src;" ] ],
+	'from reference' => [ [ $coord, "INSERT INTO by_tenant (tenant, path) SELECT g % 16, 'from reference' FROM ref_src;" ] ],
+	'from co-located' => [ [ $coord, "INSERT INTO by_tenant (tenant, path) SELECT tenant, 'from co-located' FROM coloc_src;" ] ],
+	'from not co-located' => [ [ $coord, "INSERT INTO by_tenant (tenant, path) SELECT g % 16, 'from not co-located' FROM other_src;" ] ],
+	'by id from distributed' => [ [ $coord, "INSERT INTO by_id (path) SELECT 'by id from distributed' FROM coloc_src; INSERT INTO by_id (path) SELECT 'by id from distributed' FROM other_src;" ] ],
+	'on workers' => [ map { [ $_, "INSERT INTO by_tenant (tenant, path) SELECT g % 16, 'on workers' FROM generate_series(1, $rows) g; INSERT INTO by_id (path) SELECT 'on workers' FROM generate_series(1, $rows);" ] } ($w1, $w2) ],
+	'function' => [ [ $coord, join('', map { "SELECT add_rows($_, " . int($rows / 16) . ");\n" } 0 .. 15) ] ],
+);
+
+# Every path, then all of them at once; then the duplicates of each family
+# by path (a row counts when another row has its id)
+sub run_paths
+{
+	my ($label) = @_;
+	$coord->safe_psql('postgres', 'TRUNCATE by_tenant, by_id');
+	foreach my $path (sort keys %paths)
+	{
+		is(concurrently(@{ $paths{$path} }), 0, "$label: $path: no error");
+	}
+	is(concurrently(map { @$_ } values %paths), 0, "$label: every path at once: no error");
+	foreach my $col ('f', 'r', 'u')
+	{
+		my $dups = $coord->safe_psql('postgres', qq{
+			WITH a AS (SELECT path, $col AS id FROM by_tenant UNION ALL SELECT path, $col FROM by_id)
+			SELECT coalesce(string_agg(path || ': ' || n, ', ' ORDER BY path), '')
+			FROM (SELECT path, count(*) AS n FROM a
+			      WHERE id IN (SELECT id FROM a GROUP BY id HAVING count(*) > 1) GROUP BY path) s});
+		is($dups, '', "$label: no duplicate $col on any path");
+	}
+	note "$label: " . $coord->safe_psql('postgres',
+		"SELECT string_agg(path || ' ' || n, ', ') FROM (SELECT path, count(*) n FROM (SELECT path FROM by_tenant UNION ALL SELECT path FROM by_id) a GROUP BY path ORDER BY path) s");
+}
+
+# The rows of distributed functions, with the group of the worker that ran
+# the function (the one holding the tenant's shard)
+my $rows_by_group = q{
+	WITH rows AS MATERIALIZED (SELECT tenant, f, r, u FROM by_tenant WHERE path = 'function'),
+	rows_by_group AS (
+		SELECT p.groupid, rows.* FROM rows, pg_dist_placement p
+		WHERE p.shardid = get_shard_id_for_distribution_column('by_tenant', rows.tenant))
+};
+
+run_paths('default settings');
+is($coord->safe_psql('postgres', "SELECT string_agg(DISTINCT (flake_node(f) >> 4)::text, ',') FROM by_tenant WHERE path = 'multi-row'"),
+	'0', 'default settings: the coordinator generates in group 0');
+($rc, $stdout, $stderr) = $coord->psql('postgres', 'SELECT flake_next(16)');
+like($stderr, qr/node 16 is not in this server's Citus node range/, 'flake_next(node) refuses a node of another group');
+is($coord->safe_psql('postgres', 'SELECT flake_node(flake_next(15))'), '15', 'flake_next(node) takes a node of its group');
+is($coord->safe_psql('postgres', $rows_by_group . q{
+	SELECT string_agg(g, ';' ORDER BY g) FROM (
+		SELECT t.groupid::text || ':' || string_agg(DISTINCT (flake_node(t.f) >> 4)::text || '/' || ((randflake_decode(t.r)).node >> 8)::text || '/' || ulidflake_sid(t.u)::text, ',') AS g
+		FROM rows_by_group t
+		GROUP BY t.groupid) x}),
+	'1:1/1/1;3:3/3/3', 'default settings: distributed functions generate in the group of the worker they run on (flake / randflake / ulidflake)');
+
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM flake_citus_check()'), '0',
+	'default settings: the cluster check finds nothing');
+
+# --- flake_migrate: refused on a distribution column, before changing anything
+$coord->safe_psql('postgres', q{
+	CREATE TABLE mig_dist (id bigserial PRIMARY KEY, v text);
+	SELECT create_distributed_table('mig_dist', 'id');
+	CREATE TABLE mig_ref (id bigserial PRIMARY KEY, v text);
+	SELECT create_reference_table('mig_ref');
+	CREATE TABLE mig_tenant (tenant int NOT NULL, id bigserial, v text, PRIMARY KEY (tenant, id));
+	SELECT create_distributed_table('mig_tenant', 'tenant');
+	INSERT INTO mig_dist (v) VALUES ('a'), ('b');
+	INSERT INTO mig_ref (v) VALUES ('a'), ('b');
+	INSERT INTO mig_tenant (tenant, v) VALUES (1, 'a'), (2, 'b');
+});
+like($coord->safe_psql('postgres', q{SELECT detail FROM flake_migrate('mig_dist', dry_run => true) WHERE action = 'blocked'}),
+	qr/^cannot migrate public\.mig_dist\.id: Citus distributes tables by the columns it would change \(SQLSTATE 0A000\)\. Distribution columns: public\.mig_dist\.id\..*undistribute_table\('public\.mig_dist'\)/,
+	'flake_migrate: a dry run on a distribution column has a blocked step with the procedure');
+($rc, $stdout, $stderr) = $coord->psql('postgres', q{SELECT * FROM flake_migrate('mig_dist')});
+like($stderr, qr/ERROR:  cannot migrate public\.mig_dist\.id: Citus distributes tables by the columns it would change/,
+	'flake_migrate: a real run on a distribution column is refused with flake\'s message');
+is($coord->safe_psql('postgres', q{SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'mig_dist'::regclass}),
+	q{nextval('mig_dist_id_seq'::regclass)}, 'flake_migrate: the refused table is unchanged');
+foreach my $t ('mig_ref', 'mig_tenant')
+{
+	$coord->safe_psql('postgres', "SELECT * FROM flake_migrate('$t')");
+	$coord->safe_psql('postgres', "INSERT INTO $t (" . ($t eq 'mig_tenant' ? 'tenant, ' : '') . "v) VALUES (" . ($t eq 'mig_tenant' ? '3, ' : '') . "'c')");
+	is($coord->safe_psql('postgres', "SELECT count(*) FROM $t WHERE id > 1000000"), '1',
+		"flake_migrate: $t (" . ($t eq 'mig_ref' ? 'a reference table' : 'a key that is not the distribution column') . ') gets flake ids');
+}
+
+# --- flake_guard on a distributed table: the hint names the table; a shard
+# moves while clients write on the coordinator and on the worker it moves to
+# (rows made in the target's own group come to it through the move)
+$coord->safe_psql('postgres', q{
+	CREATE TABLE guarded (tenant int NOT NULL, f bigint NOT NULL DEFAULT flake_next(),
+		r bigint NOT NULL DEFAULT randflake_next(), PRIMARY KEY (tenant, f));
+	SELECT create_distributed_table('guarded', 'tenant', shard_count => 2);
+	SET citus.enable_unsafe_triggers = on;
+	CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON guarded
+		FOR EACH ROW EXECUTE FUNCTION flake_guard('f', 'r:randflake');
+});
+($rc, $stdout, $stderr) = $coord->psql('postgres', 'INSERT INTO guarded (tenant) VALUES (1)');
+like($stderr, qr/trigger "guard" on table "guarded" does not fire for replicated rows.*HINT:  Enable it for rows applied by replication: ALTER TABLE guarded ENABLE REPLICA TRIGGER guard;/s,
+	'flake_guard: the hint names the distributed table and its trigger, not a shard\'s');
+$coord->safe_psql('postgres', 'SET citus.enable_unsafe_triggers = on; ALTER TABLE guarded ENABLE ALWAYS TRIGGER guard');
+$w2->safe_psql('postgres', 'INSERT INTO guarded (tenant) SELECT g % 8 FROM generate_series(1, 1000) g');
+# each row in its own transaction, for 3 s: the move starts in the middle
+# (it creates its replication slot once they end or the next running-xacts
+# record is logged, so its catch-up may see none of them: the apply worker
+# is tested on its own below)
+my $writes = q{DO $$ DECLARE stop timestamptz := clock_timestamp() + interval '3 s'; i int := 0;
+	BEGIN WHILE clock_timestamp() < stop LOOP
+		INSERT INTO guarded (tenant) VALUES (i % 8); COMMIT; i := i + 1; END LOOP; END $$;};
+my ($from, $to) = ($w1->port, $w2->port);
+is(concurrently([ $coord, $writes ], [ $w2, $writes ], [ $w2, $writes ], [ $coord, qq{
+	SELECT pg_sleep(1);
+	SET statement_timeout = '60s';
+	SELECT citus_move_shard_placement(shardid, '127.0.0.1', $from, '127.0.0.1', $to, shard_transfer_mode => 'force_logical')
+	FROM pg_dist_shard JOIN pg_dist_placement USING (shardid) JOIN pg_dist_node USING (groupid)
+	WHERE logicalrelid = 'guarded'::regclass AND nodeport = $from;
+} ]), 0, 'flake_guard: a guarded shard moves while clients write');
+is($coord->safe_psql('postgres', q{
+	SELECT count(*) = count(DISTINCT f) AND count(*) = count(DISTINCT r) AND count(*) > 1000, count(DISTINCT nodeport) FROM guarded,
+		pg_dist_placement p JOIN pg_dist_node USING (groupid)
+	WHERE p.shardid = get_shard_id_for_distribution_column('guarded', tenant)}),
+	't|1', 'flake_guard: no duplicate, all shards on one worker');
+
+# The apply workers of shard moves and splits are known by Citus's names for
+# their subscriptions: rows made on worker2's own group come back to it
+# through a subscription of that name and pass; through another, the guard
+# refuses them (its own nodes are its group's share)
+$w1->safe_psql('postgres', 'SET citus.enable_ddl_propagation = off; CREATE TABLE echo (f bigint PRIMARY KEY, r bigint NOT NULL); CREATE PUBLICATION echo_pub FOR TABLE echo');
+$w2->safe_psql('postgres', q{
+	SET citus.enable_ddl_propagation = off;
+	CREATE TABLE echo (f bigint PRIMARY KEY, r bigint NOT NULL);
+	CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON echo FOR EACH ROW EXECUTE FUNCTION flake_guard('f', 'r:randflake');
+	ALTER TABLE echo ENABLE ALWAYS TRIGGER guard;
+});
+my $w1conn = $w1->connstr . ' dbname=postgres';
+my $made_on_w2 = $w2->safe_psql('postgres', 'SELECT string_agg(format($$(%s, %s)$$, flake_next(), randflake_next()), $$,$$) FROM generate_series(1, 10)');
+$w2->safe_psql('postgres', "CREATE SUBSCRIPTION citus_shard_move_subscription_echo CONNECTION '$w1conn' PUBLICATION echo_pub WITH (copy_data = false)");
+$w2->wait_for_subscription_sync($w1, 'citus_shard_move_subscription_echo');
+$w1->safe_psql('postgres', "INSERT INTO echo VALUES $made_on_w2");
+$w2->poll_query_until('postgres', 'SELECT count(*) = 10 FROM echo')
+  or die 'rows of a Citus shard move subscription did not arrive';
+pass('flake_guard: rows a Citus shard move applies pass, also those made in this group');
+$w2->safe_psql('postgres', 'DROP SUBSCRIPTION citus_shard_move_subscription_echo');
+$made_on_w2 = $w2->safe_psql('postgres', 'SELECT format($$(%s, %s)$$, flake_next(), randflake_next())');
+my $log_offset = -s $w2->logfile;
+$w2->safe_psql('postgres', "CREATE SUBSCRIPTION echo_other CONNECTION '$w1conn' PUBLICATION echo_pub WITH (copy_data = false)");
+$w2->wait_for_subscription_sync($w1, 'echo_other');
+$w1->safe_psql('postgres', "INSERT INTO echo VALUES $made_on_w2");
+ok($w2->wait_for_log(qr/replicated flake id \d+ in column "f" of table "echo" was made on node \d+, one of this server's own nodes.*\n.*DETAIL:  .*and so has this server's Citus group, which generates on nodes 48-63 \(flake.nodes at its default\)/, $log_offset),
+	'flake_guard: through another subscription, a row made in this group is refused');
+$w2->safe_psql('postgres', 'DROP SUBSCRIPTION echo_other');
+
+# --- explicit ranges win over the groups
+my %explicit = ($coord => '0-99', $w1 => '100-199', $w2 => '200-299');
+foreach my $node (@servers)
+{
+	$node->append_conf('postgresql.conf', "flake.nodes = '$explicit{$node}'\nflake.randflake_nodes = '$explicit{$node}'\n");
+	$node->restart;
+}
+run_paths('explicit ranges');
+is($coord->safe_psql('postgres', $rows_by_group . q{
+	SELECT string_agg(g, ';' ORDER BY g) FROM (
+		SELECT t.groupid::text || ':' || min(flake_node(t.f)) / 100 || '-' || max(flake_node(t.f)) / 100
+		       || '/' || min((randflake_decode(t.r)).node) / 100 || '-' || max((randflake_decode(t.r)).node) / 100 AS g
+		FROM rows_by_group t
+		GROUP BY t.groupid) x}),
+	'1:1-1/1-1;3:2-2/2-2', 'explicit ranges: each worker generates on its own flake.nodes and flake.randflake_nodes');
+
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM flake_citus_check()'), '0',
+	'explicit ranges: the cluster check finds nothing');
+
+# --- a group beyond the layout: with 5 node bits, flake_next() has 2 groups
+$w2->append_conf('postgresql.conf', "flake.nodes = ''\nflake.randflake_nodes = '0-131071'\nflake.node_bits = 5\n");
+$w2->restart;
+($rc, $stdout, $stderr) = $w2->psql('postgres', 'SELECT flake_next()');
+like($stderr, qr/flake_next\(\) cannot know its node range: Citus group 3 is beyond the groups its node space holds/,
+	'flake_next() refuses a group beyond the layout');
+is($w2->safe_psql('postgres', 'SELECT (randflake_decode(randflake_next())).node >> 8'), '3',
+	'randflake_next() still has room for the group');
+
+# --- the cluster check: an overlap and a layout mismatch, one row each per node
+$w2->append_conf('postgresql.conf', "flake.node_bits = 10\nflake.nodes = '150-250'\nflake.sequence_bits = 11\n");
+$w2->restart;
+my ($p1, $p2) = ($w1->port, $w2->port);
+is($coord->safe_psql('postgres', 'SELECT node, problem FROM flake_citus_check()'),
+	"127.0.0.1:$p1|flake_next() node ranges overlap\n127.0.0.1:$p2|flake_next() node ranges overlap\n127.0.0.1:$p2|layout differs",
+	'the cluster check reports the overlap on both nodes and the layout on the one that differs');
+$coord->safe_psql('postgres', 'CREATE ROLE plain LOGIN');
+($rc, $stdout, $stderr) = $coord->psql('postgres', 'SELECT * FROM flake_citus_check()', extra_params => [ '-U', 'plain' ]);
+like($stderr, qr/permission denied for function flake_citus_check/, 'the cluster check is not for every role');
+
+$_->stop foreach @servers;
+done_testing();
