@@ -10,18 +10,36 @@
 #               (MAJORS="17 18" for some; see test/matrix)
 #   make indent lay out the C sources as PostgreSQL's pgindent does
 #               (make check-indent: fail where they are not; test/indent)
+#   make installcheck  pg_regress and isolation against a running server
+#               with test/flake.conf's settings (make prove_installcheck:
+#               the TAP tests)
+#   make dist   flake-<version>.zip for PGXN, from git HEAD
+#   make packages  build, install, test and remove the .deb on this machine
+#               and in the chroots, and the PGXN zip (CI; test/packages)
 
 EXTENSION = flake
 MODULE_big = flake
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-HEADERS = $(wildcard src/*.h)
-EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" flake.control)
+
+# Out-of-tree builds: the sources are found from this Makefile's directory
+# and what is built goes to the current one, so that
+# `make -f ../Makefile` and Debian's `pg_buildext build build-%v` (make -C
+# build-15 -f $PWD/Makefile VPATH=$PWD) work; in the tree both are ".".  The
+# source tree must then hold no objects or built scripts of its own (make
+# clean there), which make would take for up to date through VPATH.
+FLAKE_SRC := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+
+OBJS = $(patsubst $(FLAKE_SRC)/%.c,%.o,$(sort $(wildcard $(FLAKE_SRC)/src/*.c)))
+# Private headers: never installed (PGXS's HEADERS would put them under
+# include/server/extension/flake, but no other code builds against them).
+FLAKE_HEADERS = $(wildcard $(FLAKE_SRC)/src/*.h)
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(FLAKE_SRC)/flake.control)
 
 # Install scripts: released versions are kept as they shipped; the current
 # version's script and the upgrade scripts are built from sql/parts, so the
 # migration functions live in one file (every upgrade replaces them whole).
-UPGRADES = $(patsubst sql/parts/upgrade--%.sql,sql/flake--%.sql,$(wildcard sql/parts/upgrade--*.sql))
-DATA = $(filter-out sql/flake--$(EXTVERSION).sql $(UPGRADES),$(wildcard sql/flake--*.sql))
+# DATA is relative to the source tree, DATA_built to the build directory.
+UPGRADES = $(patsubst $(FLAKE_SRC)/sql/parts/upgrade--%.sql,sql/flake--%.sql,$(wildcard $(FLAKE_SRC)/sql/parts/upgrade--*.sql))
+DATA = $(filter-out sql/flake--$(EXTVERSION).sql $(UPGRADES),$(patsubst $(FLAKE_SRC)/%,%,$(wildcard $(FLAKE_SRC)/sql/flake--*.sql)))
 DATA_built = sql/flake--$(EXTVERSION).sql $(UPGRADES)
 PGFILEDESC = "flake - time-ordered 64-bit keys"
 
@@ -40,15 +58,27 @@ FLAKE_BUILD_FLAGS = $(strip $(if $(filter 1,$(FLAKE_WERROR)),-Werror) \
 	$(if $(filter 1,$(FLAKE_PORTABLE)),-DFLAKE_PORTABLE))
 PG_CPPFLAGS += $(FLAKE_BUILD_FLAGS)
 
-# SQL behaviour, against a temporary instance with flake preloaded
-TEST_CONF = --temp-config=test/flake.conf --encoding=UTF8 --no-locale
-REGRESS = $(filter-out flake--%,$(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql))))
-REGRESS_OPTS = --temp-instance=tmp_check_regress $(TEST_CONF)
-ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
-ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_isolation $(TEST_CONF)
-TAP_TESTS = 1
+# The suites.  `make installcheck` runs pg_regress (sql/, expected/) and
+# the isolation specs (test/isolation) against a running server, which must
+# have the settings of test/flake.conf (flake preloaded, the test secret,
+# flake.nodes and flake.rekey_nodes; see README "Installing") and must not
+# have run them before: rekeys' node claims are kept in the data directory,
+# so the migration tests of a second run find their nodes taken.  The two
+# suites rekey disjoint times, so they share one cluster.  check-regress and
+# check-isolation (make test) run the same against temporary instances with
+# test/flake.conf.  The TAP tests start their own servers from the
+# installation: `make prove_installcheck` (or check-tap), not part of
+# installcheck, which stays fast.
+REGRESS = $(filter-out flake--%,$(patsubst $(FLAKE_SRC)/sql/%.sql,%,$(sort $(wildcard $(FLAKE_SRC)/sql/*.sql))))
+REGRESS_OPTS = --encoding=UTF8 --no-locale
+ISOLATION = $(patsubst $(FLAKE_SRC)/test/isolation/specs/%.spec,%,$(sort $(wildcard $(FLAKE_SRC)/test/isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=$(FLAKE_SRC)/test/isolation --encoding=UTF8 --no-locale
+TEMP_INSTANCE_CONF = --temp-config=$(FLAKE_SRC)/test/flake.conf
 PROVE_TESTS = test/t/*.pl
-EXTRA_CLEAN = tmp_check_regress tmp_check_isolation results output_iso \
+# pg_regress runs psql in the current directory, where the tests read
+# test/data (the vectors); out of the tree it is linked there first.
+REGRESS_PREP = $(CURDIR)/test/data
+EXTRA_CLEAN = tmp_check tmp_check_regress tmp_check_isolation results output_iso \
 	test/isolation/results test/isolation/output_iso regression.* test/unit/*.bin \
 	.flake-build-flags
 
@@ -57,21 +87,29 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild everything when one changes,
-# or when the build flags do.
-$(OBJS) $(OBJS:.o=.bc): $(HEADERS) .flake-build-flags
+# or when the build flags do.  Out of the tree, src/ must be made here
+# first (an absolute path, which make does not look up through VPATH).
+$(OBJS) $(OBJS:.o=.bc): $(FLAKE_HEADERS) .flake-build-flags | $(CURDIR)/src
 .flake-build-flags: FORCE
 	@echo '$(FLAKE_BUILD_FLAGS)' | cmp -s - $@ || echo '$(FLAKE_BUILD_FLAGS)' > $@
+$(CURDIR)/src:
+	mkdir -p $@
+$(CURDIR)/test/data:
+	mkdir -p $(@D)
+	ln -s $(abspath $(FLAKE_SRC))/test/data $@
 FORCE:
 
 # The suite in parts; test/run calls them as an unprivileged user.
-check-regress:
-	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+check-regress: $(REGRESS_PREP)
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --temp-instance=tmp_check_regress $(TEMP_INSTANCE_CONF) $(REGRESS)
 check-isolation:
-	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
-check-tap:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --temp-instance=tmp_check_isolation $(TEMP_INSTANCE_CONF) $(ISOLATION)
+prove_installcheck check-tap:
 	$(prove_installcheck)
 check-structure: all
-	test/check-structure
+	$(FLAKE_SRC)/test/check-structure
+check-meta:
+	$(FLAKE_SRC)/test/check-meta
 
 # The suite's lists, one word per line, for scripts that run the same tests
 # another way (test/fuzz/valgrind)
@@ -89,6 +127,9 @@ demo:
 matrix:
 	test/matrix
 
+packages:
+	test/packages
+
 check-citus:
 	test/citus
 
@@ -99,23 +140,36 @@ bench-migrate:
 	test/bench/migrate
 
 sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/migrate.sql
-	{ echo '/* $(notdir $@), built by make from $^ */'; \
+	@mkdir -p $(@D)
+	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
 	  cat $^; } > $@
 
 $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
-	{ echo '/* $(notdir $@), built by make from $^ */'; \
+	@mkdir -p $(@D)
+	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: list-regress list-isolation check-citus check-regress check-isolation check-tap check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+# PGXN: the committed tree (HEAD) as flake-<version>.zip under a
+# flake-<version>/ prefix, the version being META.json's (test/check-meta
+# keeps it in step with flake.control); .gitattributes leaves out what
+# users of the zip do not need (export-ignore).
+DIST_VERSION = $(shell sed -n 's/^   "version": "\(.*\)",$$/\1/p' $(FLAKE_SRC)/META.json)
+DIST_DIR = $(CURDIR)
+dist:
+	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
+		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
+
+.PHONY: dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake
 test/unit/test_randflake.bin: test/unit/test_randflake.c src/sparx.c src/sparx.h src/randflake.h .flake-build-flags
-	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -Isrc -o $@ test/unit/test_randflake.c src/sparx.c
+	@mkdir -p $(@D)
+	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -I$(FLAKE_SRC)/src -o $@ $(filter %.c,$^)
 check-unit: $(UNIT_TESTS:=.bin)
-	@for t in $^; do ./$$t test/data || exit 1; done
+	@for t in $^; do ./$$t $(FLAKE_SRC)/test/data || exit 1; done
 
 # pgindent's layout (Debian's pg_bsd_indent), with the typedefs read from
 # the debug information of the objects built here
