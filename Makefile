@@ -1,6 +1,8 @@
 # flake: time-ordered 64-bit keys for PostgreSQL
 #
 #   make demo   build, install and show flake on a throwaway cluster
+#               (make and make install also build and install the client
+#               program flake_migrate_online, from client/)
 #   make test   build, install and run the whole suite
 #   make bench  benchmarks (test/bench; MAJOR=18 in that major's chroot)
 #   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
@@ -54,6 +56,18 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# The client program of the online migration (client/, a PGXS program of
+# its own: PGXS builds one of a library or a program per Makefile)
+all: client
+client:
+	$(MAKE) -C client PG_CONFIG=$(PG_CONFIG) FLAKE_BUILD_FLAGS='$(FLAKE_BUILD_FLAGS)'
+install: install-client
+install-client: client
+	$(MAKE) -C client PG_CONFIG=$(PG_CONFIG) install
+clean: clean-client
+clean-client:
+	$(MAKE) -C client PG_CONFIG=$(PG_CONFIG) clean
+
 # PGXS tracks no header dependencies: rebuild everything when one changes,
 # or when the build flags do.
 $(OBJS) $(OBJS:.o=.bc): $(HEADERS) .flake-build-flags
@@ -86,17 +100,17 @@ bench:
 bench-migrate:
 	test/bench/migrate
 
-sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/migrate.sql
+sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/migrate.sql sql/parts/migrate_online.sql
 	{ echo '/* $(notdir $@), built by make from $^ */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
 	  cat $^; } > $@
 
-$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
+$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql sql/parts/migrate_online.sql
 	{ echo '/* $(notdir $@), built by make from $^ */'; \
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: check-regress check-isolation check-tap check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: client install-client clean-client check-regress check-isolation check-tap check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake
@@ -107,8 +121,9 @@ check-unit: $(UNIT_TESTS:=.bin)
 
 # pgindent's layout (Debian's pg_bsd_indent), with the typedefs read from
 # the debug information of the objects built here
-INDENT_FILES = $(sort $(wildcard src/*.c src/*.h test/unit/*.c test/fuzz/*.c))
-indent: $(OBJS)
-	test/indent $(OBJS) -- $(INDENT_FILES)
-check-indent: $(OBJS)
-	test/indent --check $(OBJS) -- $(INDENT_FILES)
+INDENT_FILES = $(sort $(wildcard src/*.c src/*.h client/*.c test/unit/*.c test/fuzz/*.c))
+CLIENT_OBJS = client/flake_migrate_online.o
+indent: $(OBJS) client
+	test/indent $(OBJS) $(CLIENT_OBJS) -- $(INDENT_FILES)
+check-indent: $(OBJS) client
+	test/indent --check $(OBJS) $(CLIENT_OBJS) -- $(INDENT_FILES)
