@@ -6,6 +6,8 @@
 #   make test   build, install and run the whole suite
 #   make bench  benchmarks (test/bench; MAJOR=18 in that major's chroot)
 #   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
+#   make bench-online   flake_migrate_online on 10M + 10M rows under a steady
+#               pgbench load, against flake_migrate (test/bench/online)
 #   make matrix the suite on every PostgreSQL major, in Debian chroots
 #               (MAJORS="17 18" for some; see test/matrix)
 #   make indent lay out the C sources as PostgreSQL's pgindent does
@@ -100,6 +102,9 @@ bench:
 bench-migrate:
 	test/bench/migrate
 
+bench-online:
+	test/bench/online
+
 sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/migrate.sql sql/parts/migrate_online.sql
 	{ echo '/* $(notdir $@), built by make from $^ */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
@@ -110,7 +115,7 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql sq
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
 	  cat $^; } > $@
 
-.PHONY: client install-client clean-client check-regress check-isolation check-tap check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: client install-client clean-client check-regress check-isolation check-tap check-unit check-structure check-indent indent test matrix demo bench bench-migrate bench-online FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake

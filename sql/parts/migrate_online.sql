@@ -501,6 +501,27 @@ BEGIN
 	lock := 'ACCESS EXCLUSIVE on every table, a moment'; batch := NULL; total := NULL;
 	statement := @extschema@.flake_migrate_online_swap(tbl, col, generator, closure.cols, closure.touched);
 	RETURN NEXT;
+
+	-- the backfill gave every row a new version, with an entry in each
+	-- index that stays: rebuild those, and vacuum the tables fully
+	lock := 'SHARE UPDATE EXCLUSIVE (CONCURRENTLY)';
+	FOR rel, statement IN
+		SELECT x.indrelid::regclass, format('REINDEX INDEX CONCURRENTLY %s', x.indexrelid::regclass)
+		FROM pg_index x
+		WHERE x.indrelid IN (SELECT c.relid FROM @extschema@.flake_migrate_online_columns(closure.cols) c)
+		  AND NOT EXISTS (SELECT FROM @extschema@.flake_migrate_online_columns(closure.cols) c
+						  LEFT JOIN pg_attribute n ON n.attrelid = c.relid AND n.attname = c.new_name
+						  WHERE c.relid = x.indrelid AND (c.attnum = ANY (x.indkey) OR n.attnum = ANY (x.indkey)))
+		ORDER BY x.indrelid, x.indexrelid
+	LOOP
+		step := step + 1; phase := 'cleanup'; action := 'rebuild an index';
+		RETURN NEXT;
+	END LOOP;
+	FOR rel IN SELECT DISTINCT c.relid::regclass FROM @extschema@.flake_migrate_online_columns(closure.cols) c LOOP
+		step := step + 1; phase := 'cleanup'; action := 'vacuum'; lock := 'SHARE UPDATE EXCLUSIVE';
+		statement := format('VACUUM (ANALYZE) %s', rel);
+		RETURN NEXT;
+	END LOOP;
 END
 $$;
 COMMENT ON FUNCTION flake_migrate_online_plan(regclass, name, text, text[]) IS
