@@ -483,6 +483,7 @@ main(int argc, char **argv)
 	const char *keywords[3];
 	const char *values[3];
 	int			blocked = 0;
+	double		started;
 
 	parse_options(argc, argv, &opt);
 	keywords[0] = "dbname";
@@ -577,6 +578,7 @@ main(int argc, char **argv)
 			continue;
 		}
 		say(&opt, "%s\n", what);
+		started = now_seconds();
 		if (strcmp(phase, "backfill") == 0)
 			run_backfill(&opt, table, statement, PQgetvalue(plan, i, 6),
 						 atol(PQgetvalue(plan, i, 7)));
@@ -590,6 +592,7 @@ main(int argc, char **argv)
 			run_short(&opt, statement, what);
 		if (stopped)
 			fail(NULL, what);
+		say(&opt, "  %.1f s\n", now_seconds() - started);
 	}
 	if (!opt.dry_run)
 		say(&opt, opt.until ? "stopped after phase %s as asked; run again without --until to go on\n"
