@@ -121,11 +121,13 @@ fail(PGresult *res, const char *what)
 				"Run the same command again to continue, or with --undo to undo.\n", what);
 		exit(EXIT_STOPPED);
 	}
-	if (PQstatus(conn) == CONNECTION_BAD)
+	/* an error of libpq's own, without a SQLSTATE: the connection broke */
+	if (PQstatus(conn) == CONNECTION_BAD ||
+		(res != NULL && PQresultErrorField(res, PG_DIAG_SQLSTATE) == NULL))
 	{
 		fprintf(stderr, "flake_migrate_online: connection lost during %s: %s"
 				"Every step that committed stays; run the same command again to continue.\n",
-				what, PQerrorMessage(conn));
+				what, res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
 		exit(EXIT_ERROR);
 	}
 	fprintf(stderr, "flake_migrate_online: %s failed: %s", what,
