@@ -458,10 +458,11 @@ DECLARE
 	blocked		text[];
 	r			record;
 BEGIN
+	PERFORM @extschema@.flake_migrate_arguments(tbl, col, generator, false, NULL);
 	step := 0;
 	IF EXISTS (SELECT FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 			   WHERE a.attrelid = tbl AND a.attname = col
-				 AND pg_get_expr(d.adbin, d.adrelid) LIKE '%' || generator || '()%')
+				 AND pg_get_expr(d.adbin, d.adrelid) ~ ('^(.*\.)?' || generator || '\(\)$'))
 	   AND NOT EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = tbl AND g.tgname = 'zz_flake_migrate_sync') THEN
 		step := 1; phase := 'done'; rel := tbl; action := 'note';
 		statement := format('%s.%I takes its ids from %s() already', tbl, col, generator);

@@ -15,7 +15,8 @@ use FindBin;
 use lib $FindBin::RealBin;
 use FlakeTest;
 
-my $node = flake_cluster('online', "flake.nodes = '0-1015'\n");
+my $node = flake_cluster('online',
+	"flake.nodes = '0-1015'\nflake.randflake_nodes = '0-1015'\nflake.randflake_secret = '$flake_secret'\n");
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION flake');
 my $client = $node->config_data('--bindir') . '/flake_migrate_online';
@@ -208,6 +209,25 @@ is( $node->safe_psql('postgres', q{
 		UNION ALL SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'tagged'::regclass AND attname = 'tag_id'
 		UNION ALL SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'tags'::regclass}),
 	"ulidflake \nulidflake\nulidflake_next()", 'tags.id is a ulidflake without identity, tagged.tag_id too');
+
+# a bigint key changes no type: only the swap, which detaches the
+# sequence; and randflake_next, widening an integer key
+$node->safe_psql('postgres', q{
+	CREATE TABLE wide (id bigserial PRIMARY KEY); CREATE TABLE wide_child (wide_id bigint REFERENCES wide, k int PRIMARY KEY);
+	INSERT INTO wide SELECT FROM generate_series(1, 100); INSERT INTO wide_child SELECT id, id FROM wide;
+	CREATE TABLE rnd (id serial PRIMARY KEY, v int); INSERT INTO rnd (v) SELECT n FROM generate_series(1, 300) n;
+});
+($rc, $out, $err) = online([ '-t', 'wide', '--dry-run' ]);
+is(join(',', $out =~ /^step \d+ \((\w+):/mg), 'swap', 'a bigint key: the plan is the swap alone');
+($rc, $out, $err) = online([ '-t', 'wide' ]);
+is($rc, 0, 'a bigint key migrated online') or diag($out, $err);
+($rc, $out, $err) = online([ '-t', 'rnd', '-g', 'randflake_next' ]);
+is($rc, 0, 'randflake_next online') or diag($out, $err);
+is( $node->safe_psql('postgres', q{
+		SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid IN ('wide'::regclass, 'rnd'::regclass) ORDER BY adrelid::regclass::text;
+		SELECT count(*) FROM pg_class WHERE relname IN ('wide_id_seq', 'rnd_id_seq');
+		SELECT count(*), sum(v) FROM rnd}),
+	"randflake_next()\nflake_next()\n0\n300|45150", 'both have their generator, no sequence, every row');
 
 # undo: stopped after validate, undone, the schema as before
 $node->safe_psql('postgres', q{
