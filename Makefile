@@ -1,11 +1,15 @@
 # flake: time-ordered 64-bit keys for PostgreSQL
 #
 #   make demo   build, install and show flake on a throwaway cluster
+#               (make and make install also build and install the client
+#               program flake_migrate_online, from client/)
 #   make test   build, install and run the whole suite
 #   make bench  benchmarks (test/bench; MAJOR=18 in that major's chroot)
 #   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
 #   make check-citus  flake on a Citus cluster (test/t/060_citus.pl) against
 #               this PostgreSQL, with Citus installed (see test/citus)
+#   make bench-online   flake_migrate_online on 10M + 10M rows under a steady
+#               pgbench load, against flake_migrate (test/bench/online)
 #   make matrix the suite on every PostgreSQL major, in Debian chroots
 #               (MAJORS="17 18" for some; see test/matrix)
 #   make indent lay out the C sources as PostgreSQL's pgindent does
@@ -86,6 +90,23 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# The client program of the online migration (client/, a PGXS program of
+# its own: PGXS builds one of a library or a program per Makefile), built
+# in client/ of the build directory, out of the tree too
+CLIENT_MAKE = $(MAKE) -C $(CURDIR)/client -f $(abspath $(FLAKE_SRC))/client/Makefile \
+	VPATH=$(abspath $(FLAKE_SRC))/client PG_CONFIG=$(PG_CONFIG)
+all: client
+client: | $(CURDIR)/client
+	$(CLIENT_MAKE) FLAKE_BUILD_FLAGS='$(FLAKE_BUILD_FLAGS)'
+install: install-client
+install-client: client
+	$(CLIENT_MAKE) install
+clean: clean-client
+clean-client: | $(CURDIR)/client
+	$(CLIENT_MAKE) clean
+$(CURDIR)/client:
+	mkdir -p $@
+
 # PGXS tracks no header dependencies: rebuild everything when one changes,
 # or when the build flags do.  Out of the tree, src/ must be made here
 # first (an absolute path, which make does not look up through VPATH).
@@ -139,13 +160,16 @@ bench:
 bench-migrate:
 	test/bench/migrate
 
-sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/migrate.sql
+bench-online:
+	test/bench/online
+
+sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/migrate.sql sql/parts/migrate_online.sql
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
 	  cat $^; } > $@
 
-$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
+$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql sql/parts/migrate_online.sql
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
@@ -161,7 +185,7 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: client install-client clean-client bench-online dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake
@@ -173,8 +197,9 @@ check-unit: $(UNIT_TESTS:=.bin)
 
 # pgindent's layout (Debian's pg_bsd_indent), with the typedefs read from
 # the debug information of the objects built here
-INDENT_FILES = $(sort $(wildcard src/*.c src/*.h test/unit/*.c test/fuzz/*.c))
-indent: $(OBJS)
-	test/indent $(OBJS) -- $(INDENT_FILES)
-check-indent: $(OBJS)
-	test/indent --check $(OBJS) -- $(INDENT_FILES)
+INDENT_FILES = $(sort $(wildcard src/*.c src/*.h client/*.c test/unit/*.c test/fuzz/*.c))
+CLIENT_OBJS = client/flake_migrate_online.o
+indent: $(OBJS) client
+	test/indent $(OBJS) $(CLIENT_OBJS) -- $(INDENT_FILES)
+check-indent: $(OBJS) client
+	test/indent --check $(OBJS) $(CLIENT_OBJS) -- $(INDENT_FILES)

@@ -97,7 +97,8 @@ ulidflake_out(PG_FUNCTION_ARGS)
 	PG_RETURN_CSTRING(result);
 }
 
-static void
+/* Refuse a value a ulidflake cannot hold (also for online.c's copies). */
+void
 ulidflake_check_nonnegative(int64 value)
 {
 	if (value < 0)

@@ -1121,6 +1121,239 @@ CREATE FUNCTION flake_migrate_lookup(map regclass, old_id bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION flake_migrate_lookup(regclass, bigint) IS 'the new id of old_id in a flake_migrate() mapping table, or old_id when it lists none';
 
+--
+-- flake_migrate()'s arguments, checked.
+--
+CREATE FUNCTION flake_migrate_arguments(tbl regclass, col name, generator text, dry_run boolean, undatable text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF tbl IS NULL OR col IS NULL OR generator IS NULL OR dry_run IS NULL THEN
+		RAISE EXCEPTION 'tbl, col, generator and dry_run must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF generator NOT IN ('flake_next', 'randflake_next', 'ulidflake_next') THEN
+		RAISE EXCEPTION 'unknown generator "%"', generator
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'The generator is one of flake_next, randflake_next and ulidflake_next.';
+	END IF;
+	IF undatable NOT IN ('keep', 'now') THEN
+		RAISE EXCEPTION 'invalid value for undatable: "%"', undatable
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'undatable is keep (rows without a usable time keep their old ids) or now (they get ids of now).';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND c.relkind IN ('r', 'p')) THEN
+		RAISE EXCEPTION '% is not a table', tbl
+			USING ERRCODE = 'wrong_object_type';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_migrate_arguments(regclass, name, text, boolean, text) IS
+	'flake_migrate() helper: check its arguments';
+
+--
+-- References by convention that also does not name: notes, and a refusal
+-- (a blocked step in a dry run) when they would be left behind without
+-- also saying so.  all_change: every column changes (a rekey or
+-- ulidflake), so a bigint candidate counts too.
+--
+CREATE FUNCTION flake_migrate_candidate_steps(tbl regclass, col name, cols flake_migrate_column[],
+											  all_change boolean, also text[], dry_run boolean,
+											  OUT notes flake_migrate_step[], OUT refused flake_migrate_step[])
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	list		text;
+	msg			text;
+	state		text;
+	det			text;
+BEGIN
+	refused := '{}';
+	SELECT string_agg(c.description, ', '),
+		   coalesce(array_agg(ROW('note', 'possible reference without a foreign key, left as it is: ' || c.description,
+								  false, false, NULL)::@extschema@.flake_migrate_step), '{}')
+	INTO list, notes
+	FROM @extschema@.flake_migrate_candidates(tbl, col, cols) c
+	JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
+	WHERE all_change OR a.atttypid <> 'int8'::regtype;
+	IF list IS NULL OR also IS NOT NULL THEN
+		RETURN;
+	END IF;
+	notes := '{}';
+	BEGIN
+		RAISE EXCEPTION 'columns of other tables may hold ids of %.%', tbl, quote_ident(col)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Possible references without a foreign key: %s.', list),
+				  HINT = 'Name the columns that hold its ids in also => ''{table.column, ...}'' so that they change with it, or pass also => ''{}'' to leave them as they are.';
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT dry_run THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		refused := refused || @extschema@.flake_migrate_blocked(msg, state, det);
+	END;
+END
+$$;
+COMMENT ON FUNCTION flake_migrate_candidate_steps(regclass, name, flake_migrate_column[], boolean, text[], boolean) IS
+	'flake_migrate() helper: notes on possible references without a foreign key, or the refusal to leave them behind';
+
+--
+-- The steps of a rekey: the mapping table made, filled from
+-- flake_migrate_rekey_query(), indexed, and granted to the owners of the
+-- touched tables, who read it in their ALTER TABLE.  The mapping table is
+-- the caller's own: it holds no code of another role.  A dry run collects
+-- what stops it as blocked steps (refused).
+--
+CREATE FUNCTION flake_migrate_rekey_steps(tbl regclass, col name, generator text, rekey_from name,
+										  map_rel text, first_id bigint, undatable text, touched oid[],
+										  dry_run boolean,
+										  OUT steps flake_migrate_step[], OUT refused flake_migrate_step[])
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	to_ulid		boolean := generator = 'ulidflake_next';
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	mapping		record;			-- flake_migrate_rekey_query(): old and new ids
+	owners		text;
+	msg			text;
+	state		text;
+	det			text;
+BEGIN
+	steps := '{}';
+	refused := '{}';
+	BEGIN
+		SELECT * INTO mapping
+		FROM @extschema@.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
+	EXCEPTION WHEN OTHERS THEN
+		IF NOT dry_run THEN
+			RAISE;
+		END IF;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
+		refused := refused || @extschema@.flake_migrate_blocked(msg, state, det);
+		SELECT NULL::text AS query, NULL::text AS note INTO mapping;
+	END;
+	IF mapping.note IS NOT NULL THEN
+		steps := steps || ROW('note', mapping.note, false, false, NULL)::@extschema@.flake_migrate_step;
+	END IF;
+	steps := steps
+		|| ROW('create map',
+			   format('CREATE TABLE %s (old_id bigint NOT NULL, new_id %s NOT NULL)', coalesce(map_rel, '...'), target),
+			   true, false, NULL)::@extschema@.flake_migrate_step
+		|| ROW('comment',
+			   format('COMMENT ON TABLE %s IS %L', map_rel,
+					  format('old and new ids of %s.%I, rekeyed by flake_migrate from %I', tbl, col, rekey_from)),
+			   true, false, NULL)::@extschema@.flake_migrate_step
+		|| ROW('fill map',
+			   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
+					  CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END,
+					  coalesce(mapping.query, '...')),
+			   true, true, NULL)::@extschema@.flake_migrate_step
+		-- built after the rows are in: one sort each
+		|| ROW('index map',
+			   format('ALTER TABLE %s ADD PRIMARY KEY (old_id), ADD UNIQUE (new_id)', coalesce(map_rel, '...')),
+			   true, false, NULL)::@extschema@.flake_migrate_step;
+	SELECT string_agg(DISTINCT c.relowner::regrole::text, ', ') INTO owners
+	FROM pg_class c
+	WHERE c.oid = ANY (touched) AND c.relowner <> current_user::regrole;
+	IF owners IS NOT NULL THEN
+		steps := steps || ROW('grant', format('GRANT SELECT ON %s TO %s', coalesce(map_rel, '...'), owners),
+							  true, false, NULL)::@extschema@.flake_migrate_step;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_migrate_rekey_steps(regclass, name, text, name, text, bigint, text, oid[], boolean) IS
+	'flake_migrate() helper: the steps that make, fill, index and grant a rekey''s mapping table';
+
+--
+-- The steps that widen the key and the columns referencing it, one
+-- statement a table; a rekey gives them their new ids in the same
+-- statement, through the mapping table, so each table is rewritten once
+-- (and no trigger, rule or policy acts on it).
+--
+CREATE FUNCTION flake_migrate_alter_steps(cols flake_migrate_column[], touched oid[], generator text,
+										  rekey boolean, map_rel text)
+	RETURNS flake_migrate_step[]
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	to_ulid		boolean := generator = 'ulidflake_next';
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	steps		@extschema@.flake_migrate_step[] := '{}';
+	t			oid;
+	list		text;
+BEGIN
+	FOREACH t IN ARRAY touched LOOP
+		SELECT string_agg(format('ALTER COLUMN %I TYPE %s%s', a.attname, target,
+								 CASE WHEN rekey
+								 THEN format(' USING %s', format(CASE WHEN to_ulid THEN 'CAST(%s AS %s)' ELSE '%s' END,
+																 format('@extschema@.flake_migrate_lookup(%L, CAST(%I AS bigint))',
+																		coalesce(map_rel, '...'), a.attname),
+																 target))
+								 WHEN to_ulid
+								 THEN format(' USING CAST(CAST(%I AS bigint) AS %s)', a.attname, target)
+								 ELSE '' END), ', ' ORDER BY a.attnum)
+		INTO list
+		FROM unnest(cols) u
+		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+		WHERE u.relid = t AND u.changes;
+		CONTINUE WHEN list IS NULL;
+		steps := steps || ROW(CASE WHEN rekey THEN 'rekey' ELSE 'alter type' END,
+							  format('ALTER TABLE %s %s', t::regclass, list),
+							  true, false, t)::@extschema@.flake_migrate_step;
+	END LOOP;
+	RETURN steps;
+END
+$$;
+COMMENT ON FUNCTION flake_migrate_alter_steps(flake_migrate_column[], oid[], text, boolean, text) IS
+	'flake_migrate() helper: the ALTER TABLE of each table whose columns change type or get new ids';
+
+--
+-- Run a plan's steps in order, or with dry_run only list them; counted
+-- steps report their rows.  A step on a table runs as the table's owner
+-- (flake_migrate_as_owner), so that the table's code never runs with the
+-- caller's rights.
+--
+CREATE FUNCTION flake_migrate_run(plan flake_migrate_step[], dry_run boolean, to_ulid boolean)
+	RETURNS TABLE(step integer, action text, detail text)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	s			@extschema@.flake_migrate_step;
+	cnt			bigint;
+BEGIN
+	FOR i IN 1 .. cardinality(plan) LOOP
+		s := plan[i];
+		step := i;
+		action := s.action;
+		detail := s.detail;
+		IF s.run AND NOT dry_run THEN
+			IF s.as_owner_of IS NULL THEN
+				EXECUTE detail;
+				GET DIAGNOSTICS cnt = ROW_COUNT;
+			ELSE
+				-- ALTER TABLE parses CHECK constraints and index expressions
+				-- again for the new type: with ulidflake, they need its
+				-- operators
+				cnt := @extschema@.flake_migrate_as_owner(s.as_owner_of, detail,
+														  action IN ('alter type', 'rekey') AND to_ulid);
+			END IF;
+			IF s.counted THEN
+				detail := format('%s /* %s rows */', detail, cnt);
+			END IF;
+		END IF;
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION flake_migrate_run(flake_migrate_step[], boolean, boolean) IS
+	'flake_migrate() helper: run the steps of a plan, or list them for a dry run';
+
 -- The helpers are internal to flake_migrate() but stay executable by
 -- PUBLIC: a SECURITY INVOKER function calls them with its caller's rights,
 -- so revoking them would leave flake_migrate() to superusers, while table
@@ -1149,7 +1382,6 @@ DECLARE
 	map_rel		text;			-- the mapping table, when rekeying
 	extra		@extschema@.flake_migrate_column[];	-- the columns named in also
 	closure		record;			-- flake_migrate_closure(): the columns and tables
-	mapping		record;			-- flake_migrate_rekey_query(): old and new ids
 	first_id	bigint;			-- the generator's next id, drawn now
 	fk_drops	@extschema@.flake_migrate_step[] := '{}';	-- foreign keys into the columns
 	fk_adds		@extschema@.flake_migrate_step[] := '{}';
@@ -1158,31 +1390,8 @@ DECLARE
 	msg			text;
 	state		text;
 	det			text;
-	notes		@extschema@.flake_migrate_step[];
-	s			@extschema@.flake_migrate_step;
-	t			oid;
-	list		text;
-	cnt			bigint;
-	i			integer;
 BEGIN
-	IF tbl IS NULL OR col IS NULL OR generator IS NULL OR dry_run IS NULL THEN
-		RAISE EXCEPTION 'tbl, col, generator and dry_run must not be NULL'
-			USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF generator NOT IN ('flake_next', 'randflake_next', 'ulidflake_next') THEN
-		RAISE EXCEPTION 'unknown generator "%"', generator
-			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'The generator is one of flake_next, randflake_next and ulidflake_next.';
-	END IF;
-	IF undatable NOT IN ('keep', 'now') THEN
-		RAISE EXCEPTION 'invalid value for undatable: "%"', undatable
-			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'undatable is keep (rows without a usable time keep their old ids) or now (they get ids of now).';
-	END IF;
-	IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND c.relkind IN ('r', 'p')) THEN
-		RAISE EXCEPTION '% is not a table', tbl
-			USING ERRCODE = 'wrong_object_type';
-	END IF;
+	PERFORM @extschema@.flake_migrate_arguments(tbl, col, generator, dry_run, undatable);
 
 	-- the table is locked before its definition is read
 	plan := plan || @extschema@.flake_migrate_lock(tbl, NULL, dry_run);
@@ -1214,31 +1423,8 @@ BEGIN
 	blocked := blocked
 		|| @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, dry_run);
 
-	-- references by convention that also does not name: notes, and a
-	-- refusal when they would be left behind without also saying so
-	SELECT string_agg(c.description, ', '),
-		   coalesce(array_agg(ROW('note', 'possible reference without a foreign key, left as it is: ' || c.description,
-								  false, false, NULL)::@extschema@.flake_migrate_step), '{}')
-	INTO list, notes
-	FROM @extschema@.flake_migrate_candidates(tbl, col, closure.cols) c
-	JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
-	WHERE rekey OR to_ulid OR a.atttypid <> 'int8'::regtype;
-	IF list IS NULL OR also IS NOT NULL THEN
-		plan := plan || notes;
-	ELSE
-		BEGIN
-			RAISE EXCEPTION 'columns of other tables may hold ids of %.%', tbl, quote_ident(col)
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = format('Possible references without a foreign key: %s.', list),
-					  HINT = 'Name the columns that hold its ids in also => ''{table.column, ...}'' so that they change with it, or pass also => ''{}'' to leave them as they are.';
-		EXCEPTION WHEN OTHERS THEN
-			IF NOT dry_run THEN
-				RAISE;
-			END IF;
-			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
-		END;
-	END IF;
+	SELECT plan || c.notes, blocked || c.refused INTO plan, blocked
+	FROM @extschema@.flake_migrate_candidate_steps(tbl, col, closure.cols, rekey OR to_ulid, also, dry_run) c;
 
 	EXECUTE format('SELECT CAST(@extschema@.%I() AS bigint)', generator) INTO first_id;
 	BEGIN
@@ -1252,46 +1438,9 @@ BEGIN
 	END;
 
 	IF rekey THEN
-		BEGIN
-			SELECT * INTO mapping
-			FROM @extschema@.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
-		EXCEPTION WHEN OTHERS THEN
-			IF NOT dry_run THEN
-				RAISE;
-			END IF;
-			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
-			SELECT NULL::text AS query, NULL::text AS note INTO mapping;
-		END;
-		IF mapping.note IS NOT NULL THEN
-			plan := plan || ROW('note', mapping.note, false, false, NULL)::@extschema@.flake_migrate_step;
-		END IF;
-		-- the caller's own table: it holds no code of another role
-		plan := plan
-			|| ROW('create map',
-				   format('CREATE TABLE %s (old_id bigint NOT NULL, new_id %s NOT NULL)', coalesce(map_rel, '...'), target),
-				   true, false, NULL)::@extschema@.flake_migrate_step
-			|| ROW('comment',
-				   format('COMMENT ON TABLE %s IS %L', map_rel,
-						  format('old and new ids of %s.%I, rekeyed by flake_migrate from %I', tbl, col, rekey_from)),
-				   true, false, NULL)::@extschema@.flake_migrate_step
-			|| ROW('fill map',
-				   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
-						  CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END,
-						  coalesce(mapping.query, '...')),
-				   true, true, NULL)::@extschema@.flake_migrate_step
-			-- built after the rows are in: one sort each
-			|| ROW('index map',
-				   format('ALTER TABLE %s ADD PRIMARY KEY (old_id), ADD UNIQUE (new_id)', coalesce(map_rel, '...')),
-				   true, false, NULL)::@extschema@.flake_migrate_step;
-		-- the tables' owners read it in their ALTER TABLE
-		SELECT string_agg(DISTINCT c.relowner::regrole::text, ', ') INTO list
-		FROM pg_class c
-		WHERE c.oid = ANY (closure.touched) AND c.relowner <> current_user::regrole;
-		IF list IS NOT NULL THEN
-			plan := plan || ROW('grant', format('GRANT SELECT ON %s TO %s', coalesce(map_rel, '...'), list),
-								true, false, NULL)::@extschema@.flake_migrate_step;
-		END IF;
+		SELECT plan || r.steps, blocked || r.refused INTO plan, blocked
+		FROM @extschema@.flake_migrate_rekey_steps(tbl, col, generator, rekey_from, map_rel, first_id,
+												   undatable, closure.touched, dry_run) r;
 	END IF;
 
 	IF rekey OR true = ANY (SELECT c.changes FROM unnest(closure.cols) c) THEN
@@ -1311,60 +1460,14 @@ BEGIN
 	plan := plan || @extschema@.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
 													 key.default_oid, key.default_seqs);
 
-	-- widen the key and the columns referencing it, one statement a table;
-	-- a rekey gives them their new ids in the same statement, through the
-	-- mapping table, so each table is rewritten once (and no trigger, rule
-	-- or policy acts on it)
-	FOREACH t IN ARRAY closure.touched LOOP
-		SELECT string_agg(format('ALTER COLUMN %I TYPE %s%s', a.attname, target,
-								 CASE WHEN rekey
-								 THEN format(' USING %s', format(CASE WHEN to_ulid THEN 'CAST(%s AS %s)' ELSE '%s' END,
-																 format('@extschema@.flake_migrate_lookup(%L, CAST(%I AS bigint))',
-																		coalesce(map_rel, '...'), a.attname),
-																 target))
-								 WHEN to_ulid
-								 THEN format(' USING CAST(CAST(%I AS bigint) AS %s)', a.attname, target)
-								 ELSE '' END), ', ' ORDER BY a.attnum)
-		INTO list
-		FROM unnest(closure.cols) u
-		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-		WHERE u.relid = t AND u.changes;
-		CONTINUE WHEN list IS NULL;
-		plan := plan || ROW(CASE WHEN rekey THEN 'rekey' ELSE 'alter type' END,
-							format('ALTER TABLE %s %s', t::regclass, list),
-							true, false, t)::@extschema@.flake_migrate_step;
-	END LOOP;
+	plan := plan || @extschema@.flake_migrate_alter_steps(closure.cols, closure.touched, generator, rekey, map_rel);
 
 	plan := plan || fk_adds
 		|| ROW('set default', format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator),
 			   true, false, tbl)::@extschema@.flake_migrate_step;
 
-	--
-	-- Run the plan (or only show it, after what is in its way)
-	--
-	plan := blocked || plan;
-	FOR i IN 1 .. cardinality(plan) LOOP
-		s := plan[i];
-		step := i;
-		action := s.action;
-		detail := s.detail;
-		IF s.run AND NOT dry_run THEN
-			IF s.as_owner_of IS NULL THEN
-				EXECUTE detail;
-				GET DIAGNOSTICS cnt = ROW_COUNT;
-			ELSE
-				-- ALTER TABLE parses CHECK constraints and index expressions
-				-- again for the new type: with ulidflake, they need its
-				-- operators
-				cnt := @extschema@.flake_migrate_as_owner(s.as_owner_of, detail,
-														  action IN ('alter type', 'rekey') AND to_ulid);
-			END IF;
-			IF s.counted THEN
-				detail := format('%s /* %s rows */', detail, cnt);
-			END IF;
-		END IF;
-		RETURN NEXT;
-	END LOOP;
+	-- run the plan (or only show it, after what is in its way)
+	RETURN QUERY SELECT * FROM @extschema@.flake_migrate_run(blocked || plan, dry_run, to_ulid);
 END
 $migrate$;
 

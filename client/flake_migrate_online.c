@@ -1,0 +1,608 @@
+/*-------------------------------------------------------------------------
+ *
+ * flake_migrate_online.c
+ *	  Migrate a serial or identity key to flake ids while the application
+ *	  keeps reading and writing the tables.
+ *
+ * The extension plans (flake_migrate_online_plan() in
+ * sql/parts/migrate_online.sql: the steps left to do, made again from the
+ * catalogs at every run); this program runs the steps, which a function
+ * cannot, since CREATE INDEX CONCURRENTLY and transactions that commit in
+ * batches run only at the top level of a session.  Every step is a
+ * transaction of its own that leaves the tables usable, so the program can
+ * be stopped at any point and run again to continue.  Steps that take
+ * ACCESS EXCLUSIVE wait at most --lock-timeout for each lock and are tried
+ * again, so that the application's statements queue behind them only that
+ * long.
+ *
+ * Exit codes: 0 done (or the dry run, or --until, done), 1 an error, 2 bad
+ * arguments, 3 the checks refuse the migration, 4 a lock could not be
+ * taken in --retries tries, 5 stopped by a signal.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libpq-fe.h"
+
+#define EXIT_DONE		0
+#define EXIT_ERROR		1
+#define EXIT_USAGE		2
+#define EXIT_BLOCKED	3
+#define EXIT_LOCKS		4
+#define EXIT_STOPPED	5
+
+static const char *const phases[] = {
+	"expand", "backfill", "analyze", "index", "constrain", "validate", "swap", "cleanup", NULL
+};
+
+typedef struct Options
+{
+	const char *dbname;
+	const char *table;
+	const char *column;
+	const char *generator;
+	const char *also;			/* comma-separated, or NULL */
+	const char *until;			/* the last phase to run, or NULL */
+	int			dry_run;
+	int			undo;
+	int			quiet;
+	long		batch_size;
+	long		sleep_ms;
+	long		lock_timeout_ms;
+	long		retries;
+	long		vacuum_every;
+} Options;
+
+static PGconn *conn;
+static PGcancel *volatile cancel;
+static volatile sig_atomic_t stopped;
+
+static void
+on_signal(int signo)
+{
+	char		errbuf[1];
+
+	stopped = 1;
+	/* PQcancel() is safe in a signal handler */
+	if (cancel != NULL)
+		PQcancel(cancel, errbuf, sizeof(errbuf));
+}
+
+static double
+now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static void say(const Options *opt, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+
+static void
+say(const Options *opt, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (opt->quiet)
+		return;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+/*
+ * Exit after a failed statement: a signal, a lost connection or an error,
+ * each with what it leaves behind.
+ */
+static void
+fail(PGresult *res, const char *what)
+{
+	if (stopped)
+	{
+		fprintf(stderr, "flake_migrate_online: stopped during %s; the tables are consistent and in use as before.\n"
+				"Run the same command again to continue, or with --undo to undo.\n", what);
+		exit(EXIT_STOPPED);
+	}
+	/* an error of libpq's own, without a SQLSTATE: the connection broke */
+	if (PQstatus(conn) == CONNECTION_BAD ||
+		(res != NULL && PQresultErrorField(res, PG_DIAG_SQLSTATE) == NULL))
+	{
+		fprintf(stderr, "flake_migrate_online: connection lost during %s: %s"
+				"Every step that committed stays; run the same command again to continue.\n",
+				what, res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+		exit(EXIT_ERROR);
+	}
+	fprintf(stderr, "flake_migrate_online: %s failed: %s", what,
+			res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+	exit(EXIT_ERROR);
+}
+
+/* Run a statement that returns no rows, or exit. */
+static void
+run(const char *sql, const char *what)
+{
+	PGresult   *res = PQexec(conn, sql);
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+		fail(res, what);
+	PQclear(res);
+}
+
+static PGresult *
+query(const char *sql, int nparams, const char *const *params, const char *what)
+{
+	PGresult   *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)
+		fail(res, what);
+	return res;
+}
+
+/*
+ * A short step under ACCESS EXCLUSIVE (or SHARE ROW EXCLUSIVE): one
+ * transaction that waits at most lock_timeout for each lock, tried again
+ * after a pause that grows, up to retries times.
+ */
+static void
+run_short(const Options *opt, const char *sql, const char *what)
+{
+	char		set[64];
+
+	snprintf(set, sizeof(set), "SET lock_timeout = %ld", opt->lock_timeout_ms);
+	run(set, "SET lock_timeout");
+	for (long attempt = 1;; attempt++)
+	{
+		PGresult   *res;
+		const char *state;
+
+		run("BEGIN", what);
+		res = PQexec(conn, sql);
+		if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK)
+		{
+			PQclear(res);
+			run("COMMIT", what);
+			break;
+		}
+		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (stopped || state == NULL ||
+			(strcmp(state, "55P03") != 0 && strcmp(state, "40P01") != 0))
+			fail(res, what);
+		PQclear(res);
+		run("ROLLBACK", what);
+		if (attempt >= opt->retries)
+		{
+			fprintf(stderr, "flake_migrate_online: %s: no lock after %ld tries of %ld ms; the tables are consistent.\n"
+					"Run the same command again later, or with a longer --lock-timeout or more --retries.\n",
+					what, attempt, opt->lock_timeout_ms);
+			exit(EXIT_LOCKS);
+		}
+		say(opt, "  lock not free (try %ld of %ld), trying again\n", attempt, opt->retries);
+		sleep_ms(attempt < 20 ? 100 * attempt : 2000);
+	}
+	run("RESET lock_timeout", "RESET lock_timeout");
+}
+
+/*
+ * Fill the new columns of one table: batches of batch_size rows in key
+ * order, each its own transaction, with a progress line at most once a
+ * second.  A row lock the application holds is waited for at most
+ * lock_timeout, and the batch tried again.
+ */
+static void
+run_backfill(const Options *opt, const char *table, const char *update,
+			 const char *bounds, long total)
+{
+	char		size[32];
+	char	   *last = NULL;
+	long		done = 0;
+	long		batches = 0;
+	double		start = now_seconds();
+	double		shown = start;
+	char		set[64];
+
+	snprintf(size, sizeof(size), "%ld", opt->batch_size);
+	snprintf(set, sizeof(set), "SET lock_timeout = %ld", opt->lock_timeout_ms);
+	run(set, "SET lock_timeout");
+	for (;;)
+	{
+		const char *bound_params[2] = {last, size};
+		PGresult   *res = query(bounds, 2, bound_params, "the next batch");
+		char	   *next;
+		const char *update_params[2];
+		double		t;
+
+		if (stopped)
+			fail(NULL, "the backfill");
+		if (PQgetisnull(res, 0, 0))
+		{
+			PQclear(res);
+			break;
+		}
+		next = strdup(PQgetvalue(res, 0, 0));
+		PQclear(res);
+		update_params[0] = last;
+		update_params[1] = next;
+		for (long attempt = 1;; attempt++)
+		{
+			const char *state;
+
+			res = PQexecParams(conn, update, 2, NULL, update_params, NULL, NULL, 0);
+			if (PQresultStatus(res) == PGRES_COMMAND_OK)
+				break;
+			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+			if (stopped || state == NULL || attempt >= opt->retries ||
+				(strcmp(state, "55P03") != 0 && strcmp(state, "40P01") != 0))
+				fail(res, "a backfill batch");
+			PQclear(res);
+			sleep_ms(100);
+		}
+		PQclear(res);
+		free(last);
+		last = next;
+		done += opt->batch_size;
+		batches++;
+		if (opt->vacuum_every > 0 && batches % opt->vacuum_every == 0)
+		{
+			/*
+			 * The old row versions' space, for the next batches.  Without
+			 * index cleanup it reads only the pages written since the last
+			 * time, not every index; the cleanup phase vacuums fully.
+			 */
+			char	   *vacuum = malloc(strlen(table) + 40);
+
+			sprintf(vacuum, "VACUUM (INDEX_CLEANUP OFF) %s", table);
+			run("RESET lock_timeout", "RESET lock_timeout");
+			run(vacuum, "VACUUM");
+			run(set, "SET lock_timeout");
+			free(vacuum);
+		}
+		t = now_seconds();
+		if (t - shown >= 1.0)
+		{
+			double		rate = done / (t - start);
+
+			if (total > done)
+				say(opt, "  backfill %s: %ld of about %ld rows (%.0f%%), %.0f rows/s, about %.0f s left\n",
+					table, done, total, 100.0 * done / total, rate, (total - done) / rate);
+			else
+				say(opt, "  backfill %s: %ld rows, %.0f rows/s\n", table, done, rate);
+			shown = t;
+		}
+		if (opt->sleep_ms > 0)
+			sleep_ms(opt->sleep_ms);
+	}
+	free(last);
+	run("RESET lock_timeout", "RESET lock_timeout");
+	say(opt, "  backfill %s: done, %ld batches in %.1f s\n", table, batches, now_seconds() - start);
+}
+
+static int
+phase_rank(const char *phase)
+{
+	for (int i = 0; phases[i] != NULL; i++)
+		if (strcmp(phases[i], phase) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Check that the session is the owner of a table the migration changes.
+ * Its statements run the table's code (index expressions, constraints,
+ * the planner's folding of them) with the session's rights.  A session
+ * that only did SET ROLE to the owner would not do: the owner's code could
+ * RESET ROLE and act with the rights of the role that connected, a
+ * superuser's perhaps.  So the session must have logged in as the owner.
+ */
+static void
+check_owner(const char *table)
+{
+	const char *params[1] = {table};
+	PGresult   *res = query("SELECT c.relowner::regrole::text, c.oid::regclass::text, "
+							"c.relowner = (SELECT r.oid FROM pg_roles r WHERE r.rolname = session_user) "
+							"FROM pg_class c WHERE c.oid = CAST(CAST($1 AS regclass) AS oid)",
+							1, params, "looking up the owner of a table");
+
+	if (strcmp(PQgetvalue(res, 0, 2), "t") != 0)
+	{
+		fprintf(stderr, "flake_migrate_online: must connect as the owner of table %s, %s (SQLSTATE 42501)\n"
+				"The migration runs the code of the table (index expressions, constraints) with the rights\n"
+				"of the role it connects as; connect as its owner (for example -d 'user=%s ...').\n",
+				PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 0));
+		exit(EXIT_ERROR);
+	}
+	PQclear(res);
+}
+
+static void
+usage(void)
+{
+	printf("flake_migrate_online moves a serial or identity key, and the columns that\n"
+		   "reference it, to flake ids while the application keeps writing.\n\n"
+		   "Usage:\n  flake_migrate_online [OPTION]... -t TABLE\n\n"
+		   "Options:\n"
+		   "  -d, --dbname=CONNINFO    database to connect to (libpq's PG* variables apply)\n"
+		   "  -t, --table=TABLE        the table whose key is migrated\n"
+		   "  -c, --column=COLUMN      the key column (default: id)\n"
+		   "  -g, --generator=NAME     flake_next, randflake_next or ulidflake_next\n"
+		   "                           (default: flake_next)\n"
+		   "  -a, --also=LIST          columns holding the key without a foreign key,\n"
+		   "                           as table.column,... (flake_migrate's also)\n"
+		   "  -n, --dry-run            print every step with its lock, change nothing\n"
+		   "      --undo               undo a migration that has not swapped yet\n"
+		   "      --until=PHASE        stop after PHASE (expand, backfill, analyze, index,\n"
+		   "                           constrain, validate, swap); run again to go on\n"
+		   "  -b, --batch-size=N       rows per backfill transaction (default: 5000)\n"
+		   "      --sleep=MS           pause between batches (default: 0)\n"
+		   "      --vacuum-every=N     VACUUM the table every N batches (default: 20; 0: never)\n"
+		   "      --lock-timeout=MS    longest wait for one lock (default: 200)\n"
+		   "      --retries=N          tries of a step that waits too long (default: 100)\n"
+		   "  -q, --quiet              print only errors\n"
+		   "      --help               show this help, then exit\n\n"
+		   "Exit codes: 0 done, 1 error, 2 bad arguments, 3 refused by the checks,\n"
+		   "4 a lock not taken in --retries tries, 5 stopped by a signal.  Stopped\n"
+		   "anywhere, the tables stay consistent and in use: run the command again to\n"
+		   "continue, or with --undo to undo.\n");
+}
+
+static long
+number_arg(const char *arg, const char *name, long min)
+{
+	char	   *end;
+	long		value = strtol(arg, &end, 10);
+
+	if (*arg == '\0' || *end != '\0' || value < min)
+	{
+		fprintf(stderr, "flake_migrate_online: invalid %s \"%s\": a whole number of at least %ld\n",
+				name, arg, min);
+		exit(EXIT_USAGE);
+	}
+	return value;
+}
+
+static void
+parse_options(int argc, char **argv, Options *opt)
+{
+	static const struct option longopts[] = {
+		{"dbname", required_argument, NULL, 'd'},
+		{"table", required_argument, NULL, 't'},
+		{"column", required_argument, NULL, 'c'},
+		{"generator", required_argument, NULL, 'g'},
+		{"also", required_argument, NULL, 'a'},
+		{"dry-run", no_argument, NULL, 'n'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"batch-size", required_argument, NULL, 'b'},
+		{"undo", no_argument, NULL, 1},
+		{"until", required_argument, NULL, 2},
+		{"sleep", required_argument, NULL, 3},
+		{"lock-timeout", required_argument, NULL, 4},
+		{"retries", required_argument, NULL, 5},
+		{"vacuum-every", required_argument, NULL, 6},
+		{"help", no_argument, NULL, 7},
+		{NULL, 0, NULL, 0}
+	};
+	int			c;
+
+	*opt = (Options)
+	{
+		.dbname = "",.column = "id",.generator = "flake_next",
+			.batch_size = 5000,.lock_timeout_ms = 200,.retries = 100,.vacuum_every = 20
+	};
+	while ((c = getopt_long(argc, argv, "d:t:c:g:a:nqb:", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 'd':
+				opt->dbname = optarg;
+				break;
+			case 't':
+				opt->table = optarg;
+				break;
+			case 'c':
+				opt->column = optarg;
+				break;
+			case 'g':
+				opt->generator = optarg;
+				break;
+			case 'a':
+				opt->also = optarg;
+				break;
+			case 'n':
+				opt->dry_run = 1;
+				break;
+			case 'q':
+				opt->quiet = 1;
+				break;
+			case 'b':
+				opt->batch_size = number_arg(optarg, "batch size", 1);
+				break;
+			case 1:
+				opt->undo = 1;
+				break;
+			case 2:
+				opt->until = optarg;
+				if (phase_rank(optarg) < 0 || strcmp(optarg, "cleanup") == 0)
+				{
+					fprintf(stderr, "flake_migrate_online: invalid phase \"%s\" for --until\n", optarg);
+					exit(EXIT_USAGE);
+				}
+				break;
+			case 3:
+				opt->sleep_ms = number_arg(optarg, "sleep", 0);
+				break;
+			case 4:
+				opt->lock_timeout_ms = number_arg(optarg, "lock timeout", 1);
+				break;
+			case 5:
+				opt->retries = number_arg(optarg, "retries", 1);
+				break;
+			case 6:
+				opt->vacuum_every = number_arg(optarg, "vacuum-every", 0);
+				break;
+			case 7:
+				usage();
+				exit(EXIT_DONE);
+			default:
+				fprintf(stderr, "Try \"flake_migrate_online --help\" for more information.\n");
+				exit(EXIT_USAGE);
+		}
+	}
+	if (optind < argc || opt->table == NULL)
+	{
+		fprintf(stderr, "flake_migrate_online: %s\nTry \"flake_migrate_online --help\" for more information.\n",
+				opt->table == NULL ? "name the table with -t TABLE" : "too many arguments");
+		exit(EXIT_USAGE);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	Options		opt;
+	PGresult   *res;
+	PGresult   *plan;
+	char	   *sql;
+	const char *schema;
+	const char *params[4];
+	const char *keywords[3];
+	const char *values[3];
+	int			blocked = 0;
+	double		started;
+
+	parse_options(argc, argv, &opt);
+	keywords[0] = "dbname";
+	values[0] = opt.dbname;
+	keywords[1] = "application_name";
+	values[1] = "flake_migrate_online";
+	keywords[2] = values[2] = NULL;
+	conn = PQconnectdbParams(keywords, values, 1);
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		fprintf(stderr, "flake_migrate_online: %s", PQerrorMessage(conn));
+		return EXIT_ERROR;
+	}
+	cancel = PQgetCancel(conn);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+
+	/*
+	 * The table is named as in the caller's session; nothing after it may
+	 * find objects through the caller's search_path.
+	 */
+	params[0] = opt.table;
+	res = query("SELECT CAST(CAST($1 AS regclass) AS oid)", 1, params, "looking up the table");
+	opt.table = strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	run("SET search_path = pg_catalog, pg_temp", "SET search_path");
+	/* ADD CONSTRAINT USING INDEX says it renames the index: the plan says so */
+	run("SET client_min_messages = warning", "SET client_min_messages");
+
+	res = query("SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+				"WHERE e.extname = 'flake'", 0, NULL, "looking up the extension");
+	if (PQntuples(res) != 1)
+	{
+		fprintf(stderr, "flake_migrate_online: extension flake is not installed in this database\n");
+		return EXIT_ERROR;
+	}
+	schema = strdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	check_owner(opt.table);
+
+	params[0] = opt.table;
+	params[1] = opt.column;
+	params[2] = opt.undo ? opt.also : opt.generator;
+	params[3] = opt.also;
+	sql = malloc(strlen(schema) * 2 + 512);
+	if (opt.undo)
+		sprintf(sql, "SELECT step, phase, rel::text, action, lock, statement, NULL, NULL "
+				"FROM %s.flake_migrate_online_undo(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), string_to_array($3, ','))",
+				schema);
+	else
+		sprintf(sql, "SELECT step, phase, rel::text, action, lock, statement, batch, total "
+				"FROM %s.flake_migrate_online_plan(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), $3, string_to_array($4, ','))",
+				schema);
+	plan = query(sql, opt.undo ? 3 : 4, params, "planning the migration");
+
+	for (int i = 0; i < PQntuples(plan); i++)
+	{
+		const char *phase = PQgetvalue(plan, i, 1);
+
+		if (strcmp(phase, "check") == 0)
+		{
+			fprintf(stderr, "blocked: %s\n", PQgetvalue(plan, i, 5));
+			blocked = 1;
+		}
+		else if (strcmp(phase, "done") == 0)
+		{
+			say(&opt, "done: %s\n", PQgetvalue(plan, i, 5));
+			return EXIT_DONE;
+		}
+	}
+	if (blocked)
+		return EXIT_BLOCKED;
+	/* every table the plan changes, the referencing ones too */
+	for (int i = 0; i < PQntuples(plan); i++)
+		if (!PQgetisnull(plan, i, 2))
+			check_owner(PQgetvalue(plan, i, 2));
+	if (PQntuples(plan) == 0)
+		say(&opt, "nothing to do\n");
+
+	for (int i = 0; i < PQntuples(plan); i++)
+	{
+		const char *phase = PQgetvalue(plan, i, 1);
+		const char *table = PQgetvalue(plan, i, 2);
+		const char *action = PQgetvalue(plan, i, 3);
+		const char *statement = PQgetvalue(plan, i, 5);
+		char		what[256];
+
+		if (opt.until != NULL && phase_rank(phase) > phase_rank(opt.until))
+			continue;
+		snprintf(what, sizeof(what), "step %s (%s: %s of %s)", PQgetvalue(plan, i, 0), phase, action, table);
+		if (opt.dry_run)
+		{
+			printf("%s\n  lock: %s\n  %s\n", what, PQgetvalue(plan, i, 4), statement);
+			if (strcmp(phase, "backfill") == 0)
+				printf("  batches: %s\n", PQgetvalue(plan, i, 6));
+			continue;
+		}
+		say(&opt, "%s\n", what);
+		started = now_seconds();
+		if (strcmp(phase, "backfill") == 0)
+			run_backfill(&opt, table, statement, PQgetvalue(plan, i, 6),
+						 atol(PQgetvalue(plan, i, 7)));
+		else if (strcmp(phase, "index") == 0 || strcmp(phase, "analyze") == 0 ||
+				 strcmp(phase, "validate") == 0 || strcmp(phase, "cleanup") == 0)
+		{
+			/* their locks let the application read and write */
+			run(statement, what);
+		}
+		else
+			run_short(&opt, statement, what);
+		if (stopped)
+			fail(NULL, what);
+		say(&opt, "  %.1f s\n", now_seconds() - started);
+	}
+	if (!opt.dry_run)
+		say(&opt, opt.until ? "stopped after phase %s as asked; run again without --until to go on\n"
+			: opt.undo ? "undone\n" : "done\n", opt.until);
+	PQclear(plan);
+	PQfinish(conn);
+	return EXIT_DONE;
+}
