@@ -280,4 +280,4 @@ COMMENT ON VIEW flake_leases IS 'nodes held by backends, with their last issued 
 -- server's own nodes (their origin's node range overlaps this server's)
 CREATE FUNCTION flake_guard() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
-COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse replicated rows whose ids were made on this server''s own nodes; arguments: the key columns';
+COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication brings new into the table (inserted, or set by an update) when they were made on this server''s own nodes; arguments: the key columns';
