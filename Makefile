@@ -99,9 +99,11 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/migrate.sql
 .PHONY: check-regress check-isolation check-tap check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
-UNIT_TESTS = test/unit/test_randflake
+UNIT_TESTS = test/unit/test_randflake test/unit/test_keyscan
 test/unit/test_randflake.bin: test/unit/test_randflake.c src/sparx.c src/sparx.h src/randflake.h .flake-build-flags
 	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -Isrc -o $@ test/unit/test_randflake.c src/sparx.c
+test/unit/test_keyscan.bin: test/unit/test_keyscan.c test/unit/keyscan_reference.h src/keyscan.c src/keyscan.h .flake-build-flags
+	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -Isrc -o $@ test/unit/test_keyscan.c src/keyscan.c
 check-unit: $(UNIT_TESTS:=.bin)
 	@for t in $^; do ./$$t test/data || exit 1; done
 

@@ -55,6 +55,7 @@
 #include "compat.h"
 #include "highwater.h"
 #include "lease.h"
+#include "logfilter.h"
 #include "randflake.h"
 #include "randflake_text.h"
 #include "settings.h"
@@ -230,7 +231,7 @@ check_randflake_secret(char **newval, void **extra, GucSource source)
 			valid = hex_digit(value[i]) >= 0;
 		if (!valid)
 		{
-			GUC_check_errmsg("invalid value for parameter \"flake.randflake_secret\"");
+			GUC_check_errmsg(FLAKE_SECRET_REFUSED);
 			GUC_check_errdetail("The secret must be 32 hexadecimal digits (16 bytes); the value given has %zu characters%s.",
 								len, len == 2 * RANDFLAKE_KEY_LEN ? ", not all of them hexadecimal digits" : "");
 			GUC_check_errhint("Generate one with: openssl rand -hex 16");
