@@ -139,7 +139,9 @@ $node->poll_query_until('postgres', "SELECT EXISTS ($running)") or die 'the stat
 my $pid = $node->safe_psql('postgres', $running);
 kill 'KILL', $pid;
 $victim->finish;
-$node->wait_for_log(qr/server process \(PID $pid\) was terminated by signal 9/);
+# "server process" before PostgreSQL 18, "client backend" from 18 on
+my $crash_report = qr/LOG:  (?:server process|client backend) \(PID $pid\) was terminated by signal 9: Killed/;
+$node->wait_for_log($crash_report);
 $node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
 
 my $log = slurp_file($node->logfile);
@@ -169,7 +171,7 @@ like($log, qr/ERROR:  syntax error at or near "\.\.\."\n[^\n]*QUERY:  <hidden/,
 	'an internal query with a key is hidden');
 like($log, qr/ERROR:  cannot take square root of a negative number\n[^\n]*CONTEXT:  <hidden/,
 	'so is the context of autovacuum\'s error');
-like($log, qr/LOG:  server process \(PID $pid\) was terminated by signal 9: Killed\n[^\n]*DETAIL:  <hidden/,
+like($log, qr/$crash_report\n[^\n]*DETAIL:  <hidden/,
 	'the postmaster reports the crash without the statement with a key');
 
 $node->stop;
