@@ -30,8 +30,8 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 # Builds for the suite, all off by default: FLAKE_WERROR=1 makes warnings
 # errors (CI), FLAKE_ASSERT=1 turns on PostgreSQL's Assert() in our code,
 # and FLAKE_PORTABLE=1 takes the code paths of CPUs other than x86-64 (the
-# clock without the time-stamp counter, the Randflake batch without SSE2)
-# so that they are compiled and tested here too.  .flake-build-flags
+# clock without the time-stamp counter, the Randflake batch without SSE2,
+# the log filter's scan without AVX2) so that they are compiled and tested here too.  .flake-build-flags
 # remembers the last set, so that a change rebuilds everything.
 FLAKE_BUILD_FLAGS = $(strip $(if $(filter 1,$(FLAKE_WERROR)),-Werror) \
 	$(if $(filter 1,$(FLAKE_ASSERT)),-DUSE_ASSERT_CHECKING) \
