@@ -293,11 +293,18 @@ assign_randflake_secret(const char *newval, void *extra)
 		else if (randflake_secret != NULL &&
 				 (secret->set != randflake_secret->set ||
 				  memcmp(secret->key, randflake_secret->key, RANDFLAKE_KEY_LEN) != 0))
+		{
+			/*
+			 * The function is named in the hint: the log filter hides a
+			 * detail that names it.
+			 */
 			ereport(LOG,
 					(errmsg("flake.randflake_secret changed from key fingerprint %s to %s",
 							fingerprint_or_none(randflake_secret),
 							fingerprint_or_none(secret)),
-					 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with randflake_decode(id, old key), and ids made under the two keys are distinct only by chance.")));
+					 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, and ids made under the two keys are distinct only by chance."),
+					 errhint("Decode ids made before with randflake_decode(id, old key).")));
+		}
 	}
 	randflake_secret = secret;
 	secret_generation++;
