@@ -54,8 +54,8 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 # Builds for the suite, all off by default: FLAKE_WERROR=1 makes warnings
 # errors (CI), FLAKE_ASSERT=1 turns on PostgreSQL's Assert() in our code,
 # and FLAKE_PORTABLE=1 takes the code paths of CPUs other than x86-64 (the
-# clock without the time-stamp counter, the Randflake batch without SSE2)
-# so that they are compiled and tested here too.  .flake-build-flags
+# clock without the time-stamp counter, the Randflake batch without SSE2,
+# the log filter's scan without AVX2) so that they are compiled and tested here too.  .flake-build-flags
 # remembers the last set, so that a change rebuilds everything.
 FLAKE_BUILD_FLAGS = $(strip $(if $(filter 1,$(FLAKE_WERROR)),-Werror) \
 	$(if $(filter 1,$(FLAKE_ASSERT)),-DUSE_ASSERT_CHECKING) \
@@ -188,8 +188,11 @@ dist:
 .PHONY: client install-client clean-client bench-online dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
-UNIT_TESTS = test/unit/test_randflake
+UNIT_TESTS = test/unit/test_randflake test/unit/test_keyscan
 test/unit/test_randflake.bin: test/unit/test_randflake.c src/sparx.c src/sparx.h src/randflake.h .flake-build-flags
+	@mkdir -p $(@D)
+	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -I$(FLAKE_SRC)/src -o $@ $(filter %.c,$^)
+test/unit/test_keyscan.bin: test/unit/test_keyscan.c test/unit/keyscan_reference.h src/keyscan.c src/keyscan.h .flake-build-flags
 	@mkdir -p $(@D)
 	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -I$(FLAKE_SRC)/src -o $@ $(filter %.c,$^)
 check-unit: $(UNIT_TESTS:=.bin)

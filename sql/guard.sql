@@ -44,6 +44,12 @@ INSERT INTO guarded (id, token, uid, note) VALUES (-5, 12345, NULL, 'randflake i
 INSERT INTO guarded (id, token, uid, note)
 	VALUES (-6, NULL, ulidflake((1::bigint << 20) | 2), 'ulidflake sid 2');
 UPDATE guarded SET id = (3::bigint << 22) | (9 << 12);
+-- an update that keeps the keys passes: it changes a row already here, as
+-- two-way replication sends rows made here back (issue 18); one that
+-- changes a key is checked on that key
+UPDATE guarded SET note = 'updated by replication' RETURNING note;
+UPDATE guarded SET token = 12345;
+UPDATE guarded SET uid = ulidflake((1::bigint << 20) | 3);
 -- ids that are not ours pass: a node outside flake.nodes, another sid, NULL,
 -- a negative bigint (no flake id)
 INSERT INTO guarded (id, token, uid, note)

@@ -22,6 +22,12 @@
  * workers run); rows written here are this server's own.  So it must be
  * enabled with ENABLE REPLICA or ENABLE ALWAYS, and says so otherwise.
  *
+ * It checks only ids new to the table: those of an inserted row, and those
+ * an update changes.  An update that keeps an id changes a row that is
+ * already here, made here or let in when it arrived; with two-way
+ * replication, rows made here come back as such updates, carrying ids of
+ * this server's own nodes.
+ *
  * On Citus the trigger fires on the shards of a distributed table, on the
  * workers: rows that Citus's own shard moves and splits copy between the
  * cluster's nodes pass (they may have been made on any group, this one's
@@ -335,6 +341,21 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 	}
 }
 
+/* Is this an update that leaves the id in column attnum as it was? */
+static bool
+kept_by_update(TriggerData *trigdata, int attnum, Datum value)
+{
+	bool		isnull;
+	Datum		old;
+
+	if (!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		return false;
+	old = heap_getattr(trigdata->tg_trigtuple, attnum,
+					   RelationGetDescr(trigdata->tg_relation), &isnull);
+	/* a guarded column is a bigint or a ulidflake: an int64 by value */
+	return !isnull && DatumGetInt64(old) == DatumGetInt64(value);
+}
+
 Datum
 flake_guard(PG_FUNCTION_ARGS)
 {
@@ -377,7 +398,7 @@ flake_guard(PG_FUNCTION_ARGS)
 										 RelationGetDescr(trigdata->tg_relation),
 										 &isnull);
 
-		if (!isnull)
+		if (!isnull && !kept_by_update(trigdata, spec->columns[i].attnum, value))
 			check_value(trigdata->tg_relation, &spec->columns[i], value);
 	}
 	return PointerGetDatum(tuple);

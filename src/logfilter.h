@@ -8,6 +8,12 @@
 #ifndef FLAKE_LOGFILTER_H
 #define FLAKE_LOGFILTER_H
 
+/*
+ * flake's refusal of a malformed flake.randflake_secret: its detail gives
+ * the value's length only, so the log filter leaves it in place.
+ */
+#define FLAKE_SECRET_REFUSED "invalid value for parameter \"flake.randflake_secret\""
+
 extern void flake_log_filter_init(void);
 
 #endif							/* FLAKE_LOGFILTER_H */

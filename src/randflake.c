@@ -56,6 +56,7 @@
 #include "compat.h"
 #include "highwater.h"
 #include "lease.h"
+#include "logfilter.h"
 #include "randflake.h"
 #include "randflake_text.h"
 #include "settings.h"
@@ -238,7 +239,7 @@ check_randflake_secret(char **newval, void **extra, GucSource source)
 			valid = hex_digit(value[i]) >= 0;
 		if (!valid)
 		{
-			GUC_check_errmsg("invalid value for parameter \"flake.randflake_secret\"");
+			GUC_check_errmsg(FLAKE_SECRET_REFUSED);
 			GUC_check_errdetail("The secret must be 32 hexadecimal digits (16 bytes); the value given has %zu characters%s.",
 								len, len == 2 * RANDFLAKE_KEY_LEN ? ", not all of them hexadecimal digits" : "");
 			GUC_check_errhint("Generate one with: openssl rand -hex 16");
@@ -300,11 +301,18 @@ assign_randflake_secret(const char *newval, void *extra)
 		else if (randflake_secret != NULL &&
 				 (secret->set != randflake_secret->set ||
 				  memcmp(secret->key, randflake_secret->key, RANDFLAKE_KEY_LEN) != 0))
+		{
+			/*
+			 * The function is named in the hint: the log filter hides a
+			 * detail that names it.
+			 */
 			ereport(LOG,
 					(errmsg("flake.randflake_secret changed from key fingerprint %s to %s",
 							fingerprint_or_none(randflake_secret),
 							fingerprint_or_none(secret)),
-					 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with randflake_decode(id, old key), and ids made under the two keys are distinct only by chance.")));
+					 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, and ids made under the two keys are distinct only by chance."),
+					 errhint("Decode ids made before with randflake_decode(id, old key).")));
+		}
 	}
 	randflake_secret = secret;
 	secret_generation++;

@@ -296,7 +296,7 @@ SELECT pg_catalog.pg_extension_config_dump('flake_origin', '');
 -- server's own nodes (their origin's node range overlaps this server's)
 CREATE FUNCTION flake_guard() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
-COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse replicated rows whose ids were made on this server''s own nodes; arguments: the key columns';
+COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication brings new into the table (inserted, or set by an update) when they were made on this server''s own nodes; arguments: the key columns';
 
 -- Citus: compare the flake settings of every node of the cluster
 CREATE FUNCTION flake_citus_check()

@@ -10,6 +10,9 @@ REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION flake_lease_info() TO pg_monitor;
 GRANT SELECT ON flake_leases TO pg_monitor;
 
+-- flake_guard() checks only ids new to the table (1.2)
+COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication brings new into the table (inserted, or set by an update) when they were made on this server''s own nodes; arguments: the key columns';
+
 DROP FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text);
 DROP FUNCTION flake_migrate_tables(regclass[], name, text, name, boolean, text[], text);
 DROP FUNCTION flake_migrate_also(regclass, name, smallint, text[]);

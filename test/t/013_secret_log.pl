@@ -2,11 +2,20 @@
 # refused or accepted, at the most talkative logging settings: every
 # statement, every duration, the STATEMENT line of every message, bound
 # parameters of errors.  Ordinary statements are still logged.
+#
+# Nor does any other entry that carries such a statement (issue 18): the
+# value of a violated key in an error's detail; a PL/pgSQL function's
+# statement in the context and a dynamic statement as internal query,
+# called by statements that name no key word; an index expression's
+# statement in the context of autovacuum's failed analyze; the postmaster's
+# report of a backend killed with kill -9 while it ran a statement with a
+# key.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 
 my $node = PostgreSQL::Test::Cluster->new('secret_log');
 $node->init;
@@ -17,6 +26,8 @@ log_min_duration_statement = 0
 log_min_error_statement = debug5
 log_parameter_max_length = -1
 log_parameter_max_length_on_error = -1
+autovacuum_naptime = 1
+restart_after_crash = on
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION flake; CREATE ROLE app');
@@ -70,6 +81,69 @@ $node->poll_query_until('postgres', 'SHOW log_statement', 'none') or die 'reload
 $node->psql('postgres', "ALTER SYSTEM SET flake.randflake_secret = '" . key() . "'");
 $node->safe_psql('postgres', "SELECT 'another ordinary statement'");
 
+# a key in the detail of an error: the value a statement with a key word
+# violates a unique index with
+$node->safe_psql('postgres', 'CREATE TABLE keys (k bytea PRIMARY KEY)');
+my $violated = key();
+$node->psql('postgres',
+	"INSERT INTO keys SELECT '\\x$violated'::bytea WHERE randflake_key_fingerprint('\\x$violated'::bytea) IS NOT NULL")
+  foreach 1 .. 2;
+
+# keys in functions' statements, reported in the context and as internal
+# query of errors of statements that name no key word
+my $in_context = key();
+my $in_internal_query = key();
+$node->safe_psql('postgres', qq{
+	CREATE FUNCTION keyed_context() RETURNS void LANGUAGE plpgsql AS \$\$
+	BEGIN
+		PERFORM randflake_decode(1, '\\x$in_context'::bytea), 1 / 0;
+	END \$\$;
+	CREATE FUNCTION keyed_internal_query() RETURNS void LANGUAGE plpgsql AS \$\$
+	BEGIN
+		EXECUTE 'SELECT randflake_decode(1, ''\\x$in_internal_query''::bytea) nonsense nonsense';
+	END \$\$;
+});
+$node->psql('postgres', 'SELECT keyed_context()');
+$node->psql('postgres', 'SELECT keyed_internal_query()');
+
+# autovacuum: analyzing an expression index runs a function whose statement
+# holds a key and fails once the table analyze_now has a row
+my $in_autovacuum = key();
+$node->safe_psql('postgres', qq{
+	CREATE TABLE analyze_now (b bool);
+	CREATE FUNCTION keyed_index(n int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS \$\$
+	BEGIN
+		IF EXISTS (SELECT FROM public.analyze_now) THEN
+			PERFORM public.randflake_decode(1, '\\x$in_autovacuum'::bytea), sqrt(-n);
+		END IF;
+		RETURN n;
+	END \$\$;
+	CREATE TABLE analyzed (n int) WITH (autovacuum_enabled = false);
+	CREATE INDEX ON analyzed (keyed_index(n));
+	INSERT INTO analyzed SELECT generate_series(1, 1000);
+	INSERT INTO analyze_now VALUES (true);
+	ALTER TABLE analyzed SET (autovacuum_enabled = true);
+});
+$node->wait_for_log(qr/ERROR:  cannot take square root of a negative number/);
+$node->safe_psql('postgres', 'ALTER TABLE analyzed SET (autovacuum_enabled = false)');
+
+# the postmaster's report of a crashed backend, with what it was running
+my $crashed = key();
+my ($out, $err) = ('', '');
+my $victim = IPC::Run::start(
+	[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c',
+	  "SELECT pg_sleep(30), (randflake_decode(12345, '\\x$crashed')).ts" ],
+	'>', \$out, '2>', \$err);
+my $running = q{SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%'};
+$node->poll_query_until('postgres', "SELECT EXISTS ($running)") or die 'the statement did not start';
+my $pid = $node->safe_psql('postgres', $running);
+kill 'KILL', $pid;
+$victim->finish;
+# "server process" before PostgreSQL 18, "client backend" from 18 on
+my $crash_report = qr/LOG:  (?:server process|client backend) \(PID $pid\) was terminated by signal 9: Killed/;
+$node->wait_for_log($crash_report);
+$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+
 my $log = slurp_file($node->logfile);
 foreach my $key (@keys)
 {
@@ -90,6 +164,15 @@ like($log, qr/LOG:  execute <unnamed>: <hidden by flake: it mentions a Randflake
 	'an extended-protocol statement and its parameters are hidden');
 like($log, qr/ERROR:  column "\.\.\." does not exist/, 'a piece of the statement quoted in an error is hidden');
 unlike($log, qr/STATEMENT:  .*randflake/i, 'no STATEMENT line shows such a statement');
+like($log, qr/ERROR:  duplicate key value violates unique constraint "keys_pkey"\n[^\n]*DETAIL:  <hidden/,
+	'the detail of an error in a statement with a key is hidden');
+like($log, qr/ERROR:  division by zero\n[^\n]*CONTEXT:  <hidden/, 'a context with a key is hidden');
+like($log, qr/ERROR:  syntax error at or near "\.\.\."\n[^\n]*QUERY:  <hidden/,
+	'an internal query with a key is hidden');
+like($log, qr/ERROR:  cannot take square root of a negative number\n[^\n]*CONTEXT:  <hidden/,
+	'so is the context of autovacuum\'s error');
+like($log, qr/$crash_report\n[^\n]*DETAIL:  <hidden/,
+	'the postmaster reports the crash without the statement with a key');
 
 $node->stop;
 done_testing();

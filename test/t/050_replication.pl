@@ -8,8 +8,11 @@
 # apply error, and each id decodes to a node (or sid) of its origin.
 #
 # Bidirectional (PostgreSQL 16+, CREATE SUBSCRIPTION ... WITH (origin =
-# none)): two servers write one table and subscribe to each other; no
-# apply error, identical contents after catch-up.  Skipped before 16.
+# none)): two servers write one table and subscribe to each other, then
+# each updates some of the other's rows, which go back to their origin as
+# updates of its own ids (the guard lets them through, issue 18); no apply
+# error, identical contents after catch-up.  Skipped before 16
+# (test/t/051_guard.pl runs two-way replication on every major).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -84,7 +87,7 @@ $_->stop foreach (@origins, $hub);
 # --- bidirectional
 SKIP:
 {
-	skip 'bidirectional logical replication needs CREATE SUBSCRIPTION ... WITH (origin = none), PostgreSQL 16 or later', 3
+	skip 'bidirectional logical replication needs CREATE SUBSCRIPTION ... WITH (origin = none), PostgreSQL 16 or later', 4
 	  if $hub->pg_version < 16;
 
 	my $left = flake_server('left', '0-511');
@@ -107,12 +110,18 @@ SKIP:
 	$right->safe_psql('postgres', "INSERT INTO t (origin) SELECT 2 FROM generate_series(1, $rows)");
 	$right->wait_for_catchup('left_from_right');
 	$left->wait_for_catchup('right_from_left');
+	$left->safe_psql('postgres', 'UPDATE t SET origin = 12 WHERE origin = 2 AND f % 100 = 0');
+	$right->safe_psql('postgres', 'UPDATE t SET origin = 11 WHERE origin = 1 AND f % 100 = 0');
+	$right->wait_for_catchup('left_from_right');
+	$left->wait_for_catchup('right_from_left');
 
 	my $contents = q{SELECT count(*), md5(string_agg(format('%s %s %s %s', f, u, r, origin), ',' ORDER BY f)) FROM t};
 	my $left_contents = $left->safe_psql('postgres', $contents);
 	like($left_contents, qr/^@{[ 2 * $rows ]}\|/, 'bidirectional: both servers\' rows on the left');
 	is($right->safe_psql('postgres', $contents), $left_contents, 'bidirectional: identical contents on both');
 	is(apply_errors($left) + apply_errors($right), 0, 'bidirectional: no apply error on either side');
+	is($left->safe_psql('postgres', 'SELECT count(*) > 0 FROM t WHERE origin IN (11, 12) GROUP BY origin ORDER BY origin'),
+		"t\nt", 'bidirectional: each side\'s updates of the other\'s rows arrived');
 	$_->stop foreach ($left, $right);
 }
 

@@ -2,6 +2,14 @@
 # overlap this one's (issue 12): for each family, the apply worker's first
 # row is refused with the error naming the node (or sid) and this server's
 # range, the subscription is disabled (disable_on_error) and no row arrives.
+#
+# Two-way replication between servers with disjoint ranges (issue 18): A
+# publishes inserts to B, B publishes updates to A (publish = 'insert' and
+# 'update', so no change goes round in a loop, also before PostgreSQL 16's
+# origin = none), both guarded as the README says.  Rows made on A and
+# updated on B come back to A as updates carrying A's own ids in all three
+# families: they pass.  An update on B that changes a key to another id of
+# A's nodes is refused on A.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -52,4 +60,64 @@ foreach my $table (sort keys %tables)
 
 $publisher->stop;
 $subscriber->stop;
+
+# --- two-way
+my %sid = (a => 1, b => 2);
+my $a = flake_server('a', '0-99');
+my $b = flake_server('b', '100-199');
+foreach my $pair ([ $a, 'a' ], [ $b, 'b' ])
+{
+	my ($node, $name) = @$pair;
+	$node->safe_psql('postgres', qq{
+		CREATE TABLE t (
+			f bigint PRIMARY KEY DEFAULT flake_next(),
+			u ulidflake NOT NULL UNIQUE DEFAULT ulidflake_next($sid{$name}),
+			r bigint NOT NULL UNIQUE DEFAULT randflake_next(),
+			n int NOT NULL);
+		CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON t
+			FOR EACH ROW EXECUTE FUNCTION flake_guard('f', 'u:ulidflake=$sid{$name}', 'r:randflake');
+		ALTER TABLE t ENABLE ALWAYS TRIGGER guard;
+	});
+}
+$a->safe_psql('postgres', "CREATE PUBLICATION inserts FOR TABLE t WITH (publish = 'insert')");
+$b->safe_psql('postgres', "CREATE PUBLICATION updates FOR TABLE t WITH (publish = 'update')");
+foreach my $pair ([ $b, $a, 'b_from_a', 'inserts' ], [ $a, $b, 'a_from_b', 'updates' ])
+{
+	my ($subscriber, $publisher, $name, $publication) = @$pair;
+	my $connstr = $publisher->connstr . ' dbname=postgres';
+	$subscriber->safe_psql('postgres',
+		"CREATE SUBSCRIPTION $name CONNECTION '$connstr' PUBLICATION $publication WITH (copy_data = false, disable_on_error = true)");
+}
+$a->safe_psql('postgres', 'INSERT INTO t (n) SELECT generate_series(1, 10)');
+$a->wait_for_catchup('b_from_a');
+$b->safe_psql('postgres', 'UPDATE t SET n = n + 100');
+# until the updates arrived or the guard stopped the subscription
+$a->poll_query_until('postgres', q{
+		SELECT count(*) FILTER (WHERE n > 100) = 10
+			OR NOT (SELECT subenabled FROM pg_subscription WHERE subname = 'a_from_b')
+		FROM t})
+  or die 'the updates did not arrive on A';
+my $rows = q{SELECT string_agg(format('%s %s %s %s', f, u, r, n), ',' ORDER BY f) FROM t};
+is($a->safe_psql('postgres', $rows), $b->safe_psql('postgres', $rows),
+	'two-way: the rows made on A and updated on B are the same on both');
+is($a->safe_psql('postgres', q{
+		SELECT count(*) FILTER (WHERE n > 100 AND flake_node(f) < 100 AND ulidflake_sid(u) = 1
+								AND (randflake_decode(r)).node < 100)
+		FROM t}),
+	'10', 'two-way: A took back the updates of its own rows, ids of its own nodes in all three families');
+is($a->safe_psql('postgres', "SELECT subenabled FROM pg_subscription WHERE subname = 'a_from_b'"),
+	't', "two-way: A's subscription is still enabled");
+
+# a key changed on B to another id of A's nodes is new to A's table
+my $kept = $b->safe_psql('postgres', 'SELECT f FROM t WHERE n = 101');
+$b->safe_psql('postgres', 'UPDATE t SET f = f + 1 WHERE n = 101');
+$a->poll_query_until('postgres', "SELECT NOT subenabled FROM pg_subscription WHERE subname = 'a_from_b'")
+  or die "A's subscription was not disabled";
+like(slurp_file($a->logfile),
+	qr/ERROR:  replicated flake id \d+ in column "f" of table "t" was made on node \d+, one of this server's own nodes/,
+	'two-way: an update that changes the key to an id of A\'s nodes is refused');
+is($a->safe_psql('postgres', 'SELECT f FROM t WHERE n = 101'), $kept, 'two-way: and not applied');
+
+$a->stop;
+$b->stop;
 done_testing();
