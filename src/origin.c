@@ -110,5 +110,5 @@ flake_origin_check(void)
 				 errmsg("this database holds ids of another server, whose flake state this server lacks"),
 				 errdetail("The database comes from the server with system identifier " UINT64_FORMAT " (through pg_upgrade or pg_dump); the ids and rekey claims it issued are recorded in the files flake.hwm and flake.rekeys of its data directory, and this server (system identifier " UINT64_FORMAT ") has not taken them over.",
 						   missing, own),
-				 errhint("Stop this server, copy flake.hwm and flake.rekeys from the data directory of the old server (stopped) into this one's as flake.hwm.import and flake.rekeys.import, and start it: it takes them over. See \"Upgrading\" in flake's README.")));
+				 errhint("Stop this server, copy flake.hwm and flake.rekeys from the data directory of the old server (stopped) into this one's as flake.hwm.import and flake.rekeys.import, and start it: it takes them over. See \"pg_upgrade, and a dump restored into another server\" in flake's README.")));
 }
