@@ -101,6 +101,9 @@ client: | $(CURDIR)/client
 install: install-client
 install-client: client
 	$(CLIENT_MAKE) install
+uninstall: uninstall-client
+uninstall-client: | $(CURDIR)/client
+	$(CLIENT_MAKE) uninstall
 clean: clean-client
 clean-client: | $(CURDIR)/client
 	$(CLIENT_MAKE) clean
@@ -185,7 +188,7 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: client install-client clean-client bench-online dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: client install-client uninstall-client clean-client bench-online dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake test/unit/test_keyscan
