@@ -7,11 +7,11 @@
  * The extension plans (flake_migrate_online_plan() in
  * sql/parts/migrate_online.sql: the steps left to do, made again from the
  * catalogs at every run); this program runs the steps, which a function
- * cannot, since CREATE INDEX CONCURRENTLY and transactions that commit in
- * batches run only at the top level of a session.  Every step is a
- * transaction of its own that leaves the tables usable, so the program can
- * be stopped at any point and run again to continue.  Steps that take
- * ACCESS EXCLUSIVE wait at most --lock-timeout for each lock and are tried
+ * cannot, since the copy commits in batches and each step is a transaction
+ * of its own, which only the top level of a session can do.  Every step
+ * leaves the tables usable, so the program can be stopped at any point and
+ * run again to continue.  Steps that take a lock stronger than the
+ * application's wait at most --lock-timeout for each lock and are tried
  * again, so that the application's statements queue behind them only that
  * long.
  *
@@ -40,7 +40,7 @@
 #define EXIT_STOPPED	5
 
 static const char *const phases[] = {
-	"expand", "backfill", "analyze", "index", "constrain", "validate", "swap", "cleanup", NULL
+	"create", "copy", "apply", "index", "analyze", "swap", "validate", NULL
 };
 
 typedef struct Options
@@ -58,7 +58,7 @@ typedef struct Options
 	long		sleep_ms;
 	long		lock_timeout_ms;
 	long		retries;
-	long		vacuum_every;
+	long		apply_rows;
 } Options;
 
 static PGconn *conn;
@@ -201,14 +201,14 @@ run_short(const Options *opt, const char *sql, const char *what)
 }
 
 /*
- * Fill the new columns of one table: batches of batch_size rows in key
- * order, each its own transaction, with a progress line at most once a
- * second.  A row lock the application holds is waited for at most
- * lock_timeout, and the batch tried again.
+ * Copy the rows of one table into its copy: batches of batch_size rows in
+ * key order, each its own transaction, from the last key copied (resume
+ * gives it when an earlier run stopped), with a progress line at most once
+ * a second.
  */
 static void
-run_backfill(const Options *opt, const char *table, const char *update,
-			 const char *bounds, long total)
+run_copy(const Options *opt, const char *table, const char *insert,
+		 const char *bounds, const char *resume, long total)
 {
 	char		size[32];
 	char	   *last = NULL;
@@ -216,21 +216,26 @@ run_backfill(const Options *opt, const char *table, const char *update,
 	long		batches = 0;
 	double		start = now_seconds();
 	double		shown = start;
-	char		set[64];
+	PGresult   *res;
 
 	snprintf(size, sizeof(size), "%ld", opt->batch_size);
-	snprintf(set, sizeof(set), "SET lock_timeout = %ld", opt->lock_timeout_ms);
-	run(set, "SET lock_timeout");
+	res = query(resume, 0, NULL, "finding where the copy stopped");
+	if (!PQgetisnull(res, 0, 0))
+	{
+		last = strdup(PQgetvalue(res, 0, 0));
+		say(opt, "  copy %s: continuing after key %s\n", table, last);
+	}
+	PQclear(res);
 	for (;;)
 	{
 		const char *bound_params[2] = {last, size};
-		PGresult   *res = query(bounds, 2, bound_params, "the next batch");
+		const char *insert_params[2];
 		char	   *next;
-		const char *update_params[2];
 		double		t;
 
+		res = query(bounds, 2, bound_params, "the next batch");
 		if (stopped)
-			fail(NULL, "the backfill");
+			fail(NULL, "the copy");
 		if (PQgetisnull(res, 0, 0))
 		{
 			PQclear(res);
@@ -238,60 +243,59 @@ run_backfill(const Options *opt, const char *table, const char *update,
 		}
 		next = strdup(PQgetvalue(res, 0, 0));
 		PQclear(res);
-		update_params[0] = last;
-		update_params[1] = next;
-		for (long attempt = 1;; attempt++)
-		{
-			const char *state;
-
-			res = PQexecParams(conn, update, 2, NULL, update_params, NULL, NULL, 0);
-			if (PQresultStatus(res) == PGRES_COMMAND_OK)
-				break;
-			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-			if (stopped || state == NULL || attempt >= opt->retries ||
-				(strcmp(state, "55P03") != 0 && strcmp(state, "40P01") != 0))
-				fail(res, "a backfill batch");
-			PQclear(res);
-			sleep_ms(100);
-		}
+		insert_params[0] = last;
+		insert_params[1] = next;
+		res = query(insert, 2, insert_params, "a batch of the copy");
+		done += atol(PQcmdTuples(res));
 		PQclear(res);
 		free(last);
 		last = next;
-		done += opt->batch_size;
 		batches++;
-		if (opt->vacuum_every > 0 && batches % opt->vacuum_every == 0)
-		{
-			/*
-			 * The old row versions' space, for the next batches.  Without
-			 * index cleanup it reads only the pages written since the last
-			 * time, not every index; the cleanup phase vacuums fully.
-			 */
-			char	   *vacuum = malloc(strlen(table) + 40);
-
-			sprintf(vacuum, "VACUUM (INDEX_CLEANUP OFF) %s", table);
-			run("RESET lock_timeout", "RESET lock_timeout");
-			run(vacuum, "VACUUM");
-			run(set, "SET lock_timeout");
-			free(vacuum);
-		}
 		t = now_seconds();
 		if (t - shown >= 1.0)
 		{
 			double		rate = done / (t - start);
 
 			if (total > done)
-				say(opt, "  backfill %s: %ld of about %ld rows (%.0f%%), %.0f rows/s, about %.0f s left\n",
+				say(opt, "  copy %s: %ld of about %ld rows (%.0f%%), %.0f rows/s, about %.0f s left\n",
 					table, done, total, 100.0 * done / total, rate, (total - done) / rate);
 			else
-				say(opt, "  backfill %s: %ld rows, %.0f rows/s\n", table, done, rate);
+				say(opt, "  copy %s: %ld rows, %.0f rows/s\n", table, done, rate);
 			shown = t;
 		}
 		if (opt->sleep_ms > 0)
 			sleep_ms(opt->sleep_ms);
 	}
 	free(last);
-	run("RESET lock_timeout", "RESET lock_timeout");
-	say(opt, "  backfill %s: done, %ld batches in %.1f s\n", table, batches, now_seconds() - start);
+	say(opt, "  copy %s: done, %ld rows in %ld batches in %.1f s\n", table, done, batches, now_seconds() - start);
+}
+
+/*
+ * Apply a table's log to its copy, each pass in one REPEATABLE READ
+ * transaction (so that the copy equals the table as of one snapshot), until
+ * a pass finds at most apply_rows entries, or after 20 passes if the
+ * application writes faster: the swap applies the rest under its locks.
+ */
+static void
+run_apply(const Options *opt, const char *table, const char *apply)
+{
+	for (int pass = 1;; pass++)
+	{
+		double		started = now_seconds();
+		PGresult   *res;
+		long		entries;
+
+		run("BEGIN ISOLATION LEVEL REPEATABLE READ", "applying the log");
+		res = PQexec(conn, apply);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK)
+			fail(res, "applying the log");
+		entries = atol(PQcmdTuples(res));
+		PQclear(res);
+		run("COMMIT", "applying the log");
+		say(opt, "  apply %s: %ld log entries in %.1f s\n", table, entries, now_seconds() - started);
+		if (entries <= opt->apply_rows || pass >= 20)
+			break;
+	}
 }
 
 static int
@@ -347,11 +351,12 @@ usage(void)
 		   "                           as table.column,... (flake_migrate's also)\n"
 		   "  -n, --dry-run            print every step with its lock, change nothing\n"
 		   "      --undo               undo a migration that has not swapped yet\n"
-		   "      --until=PHASE        stop after PHASE (expand, backfill, analyze, index,\n"
-		   "                           constrain, validate, swap); run again to go on\n"
-		   "  -b, --batch-size=N       rows per backfill transaction (default: 5000)\n"
+		   "      --until=PHASE        stop after PHASE (create, copy, apply, index,\n"
+		   "                           analyze, swap); run again to go on\n"
+		   "  -b, --batch-size=N       rows per copy transaction (default: 20000)\n"
 		   "      --sleep=MS           pause between batches (default: 0)\n"
-		   "      --vacuum-every=N     VACUUM the table every N batches (default: 20; 0: never)\n"
+		   "      --apply-rows=N       apply the log until a pass finds at most N entries;\n"
+		   "                           the swap applies the rest (default: 1000)\n"
 		   "      --lock-timeout=MS    longest wait for one lock (default: 200)\n"
 		   "      --retries=N          tries of a step that waits too long (default: 100)\n"
 		   "  -q, --quiet              print only errors\n"
@@ -394,7 +399,7 @@ parse_options(int argc, char **argv, Options *opt)
 		{"sleep", required_argument, NULL, 3},
 		{"lock-timeout", required_argument, NULL, 4},
 		{"retries", required_argument, NULL, 5},
-		{"vacuum-every", required_argument, NULL, 6},
+		{"apply-rows", required_argument, NULL, 6},
 		{"help", no_argument, NULL, 7},
 		{NULL, 0, NULL, 0}
 	};
@@ -403,7 +408,7 @@ parse_options(int argc, char **argv, Options *opt)
 	*opt = (Options)
 	{
 		.dbname = "",.column = "id",.generator = "flake_next",
-			.batch_size = 5000,.lock_timeout_ms = 200,.retries = 100,.vacuum_every = 20
+			.batch_size = 20000,.lock_timeout_ms = 200,.retries = 100,.apply_rows = 1000
 	};
 	while ((c = getopt_long(argc, argv, "d:t:c:g:a:nqb:", longopts, NULL)) != -1)
 	{
@@ -438,7 +443,7 @@ parse_options(int argc, char **argv, Options *opt)
 				break;
 			case 2:
 				opt->until = optarg;
-				if (phase_rank(optarg) < 0 || strcmp(optarg, "cleanup") == 0)
+				if (phase_rank(optarg) < 0 || strcmp(optarg, "validate") == 0)
 				{
 					fprintf(stderr, "flake_migrate_online: invalid phase \"%s\" for --until\n", optarg);
 					exit(EXIT_USAGE);
@@ -454,7 +459,7 @@ parse_options(int argc, char **argv, Options *opt)
 				opt->retries = number_arg(optarg, "retries", 1);
 				break;
 			case 6:
-				opt->vacuum_every = number_arg(optarg, "vacuum-every", 0);
+				opt->apply_rows = number_arg(optarg, "apply rows", 0);
 				break;
 			case 7:
 				usage();
@@ -525,17 +530,29 @@ main(int argc, char **argv)
 	PQclear(res);
 	check_owner(opt.table);
 
+	/*
+	 * One run at a time: a run killed while its backend waited for a lock
+	 * leaves that backend to finish its statement (a batch of the copy, say)
+	 * before it notices, and the next run must not plan before it ends.
+	 */
+	if (!opt.dry_run)
+	{
+		params[0] = opt.table;
+		PQclear(query("SELECT pg_advisory_lock(hashtext('flake_migrate_online'), CAST(CAST($1 AS oid) AS integer))",
+					  1, params, "waiting for an earlier run to end"));
+	}
+
 	params[0] = opt.table;
 	params[1] = opt.column;
 	params[2] = opt.undo ? opt.also : opt.generator;
 	params[3] = opt.also;
 	sql = malloc(strlen(schema) * 2 + 512);
 	if (opt.undo)
-		sprintf(sql, "SELECT step, phase, rel::text, action, lock, statement, NULL, NULL "
+		sprintf(sql, "SELECT step, phase, rel::text, action, lock, statement, NULL, NULL, NULL "
 				"FROM %s.flake_migrate_online_undo(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), string_to_array($3, ','))",
 				schema);
 	else
-		sprintf(sql, "SELECT step, phase, rel::text, action, lock, statement, batch, total "
+		sprintf(sql, "SELECT step, phase, rel::text, action, lock, statement, batch, total, resume "
 				"FROM %s.flake_migrate_online_plan(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), $3, string_to_array($4, ','))",
 				schema);
 	plan = query(sql, opt.undo ? 3 : 4, params, "planning the migration");
@@ -578,17 +595,21 @@ main(int argc, char **argv)
 		if (opt.dry_run)
 		{
 			printf("%s\n  lock: %s\n  %s\n", what, PQgetvalue(plan, i, 4), statement);
-			if (strcmp(phase, "backfill") == 0)
+			if (strcmp(phase, "copy") == 0)
 				printf("  batches: %s\n", PQgetvalue(plan, i, 6));
+			else if (strcmp(phase, "swap") == 0)
+				printf("  which runs:\n  %s\n", PQgetvalue(plan, i, 6));
 			continue;
 		}
 		say(&opt, "%s\n", what);
 		started = now_seconds();
-		if (strcmp(phase, "backfill") == 0)
-			run_backfill(&opt, table, statement, PQgetvalue(plan, i, 6),
-						 atol(PQgetvalue(plan, i, 7)));
+		if (strcmp(phase, "copy") == 0)
+			run_copy(&opt, table, statement, PQgetvalue(plan, i, 6),
+					 PQgetvalue(plan, i, 8), atol(PQgetvalue(plan, i, 7)));
+		else if (strcmp(phase, "apply") == 0)
+			run_apply(&opt, table, statement);
 		else if (strcmp(phase, "index") == 0 || strcmp(phase, "analyze") == 0 ||
-				 strcmp(phase, "validate") == 0 || strcmp(phase, "cleanup") == 0)
+				 strcmp(phase, "validate") == 0)
 		{
 			/* their locks let the application read and write */
 			run(statement, what);

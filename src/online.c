@@ -1,137 +1,121 @@
 /*-------------------------------------------------------------------------
  *
  * online.c
- *	  flake_migrate_sync(): keep the new key columns of an online migration
- *	  equal to the old ones while the application writes.
+ *	  flake_migrate_online_log(): note the keys of the rows the application
+ *	  changes while an online migration copies a table.
  *
  * The online migration (client/flake_migrate_online.c and
- * sql/parts/migrate_online.sql) adds a column of the new type next to each
- * column that changes, fills it in batches, and swaps it in at the end.
- * Until then this BEFORE INSERT OR UPDATE row trigger copies every old
- * column into its new one, so that rows written meanwhile need no second
- * pass.  Each argument is "old:new", two column names of the table.  The
- * old column is a smallint, integer, bigint or whole numeric; the new one a
- * bigint or a ulidflake (stored as a bigint: its cast from bigint only
- * refuses negative values).  It is written in C rather than PL/pgSQL
- * because it runs for every row the application writes during the
- * migration.
+ * sql/parts/migrate_online.sql) copies each table whose columns change
+ * type into a new table, in batches, while the application keeps writing
+ * the old one.  This AFTER INSERT OR UPDATE OR DELETE row trigger appends
+ * the key of every row written meanwhile (the old and the new key of an
+ * UPDATE that changes it) to the table's log, whose rows the migration
+ * then copies again.  Only the key is logged: the rows are read from the
+ * table when the log is applied, which makes the log small and applying it
+ * safe to repeat.
+ *
+ * The trigger's arguments are the log table's qualified name and the key
+ * column's name.  The log is written directly, as the row's own table is, without
+ * the privilege checks of an INSERT: the role that writes the table needs
+ * no right on the log, and its code never runs.  So the log must be a
+ * plain table of one column of the key's type, without indexes, owned by
+ * the owner of the table: a trigger can write only into a table of the
+ * same owner as its own table.  It is written in C because it runs for
+ * every row the application writes during the migration.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
 #include "access/htup_details.h"
-#include "catalog/pg_type.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
-#include "utils/builtins.h"
-#include "utils/fmgrprotos.h"
+#include "utils/datum.h"
+#include "utils/regproc.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "ulidflake.h"
+PG_FUNCTION_INFO_V1(flake_migrate_online_log);
 
-PG_FUNCTION_INFO_V1(flake_migrate_sync);
-
-/* The attribute number of a column named in an argument, or an error. */
-static int
-sync_column(Relation rel, const char *arg, const char *name)
+/* The log named by the trigger's first argument, checked and opened. */
+static Relation
+log_open(Relation rel, Trigger *trigger, Oid key_type)
 {
-	int			attnum = SPI_fnumber(RelationGetDescr(rel), name);
+	Oid			logid = InvalidOid;
+	Relation	log;
 
-	if (attnum <= 0)
+	if (trigger->tgnargs == 2)
+		logid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
+								 RowExclusiveLock, true);
+	log = OidIsValid(logid) ? table_open(logid, NoLock) : NULL;
+	if (log == NULL ||
+		log->rd_rel->relkind != RELKIND_RELATION ||
+		log->rd_rel->relowner != rel->rd_rel->relowner ||
+		log->rd_rel->relhasindex ||
+		RelationGetDescr(log)->natts != 1 ||
+		TupleDescAttr(RelationGetDescr(log), 0)->atttypid != key_type)
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("flake_migrate_sync() argument \"%s\": table \"%s\" has no column \"%s\"",
-						arg, RelationGetRelationName(rel), name)));
-	return attnum;
-}
-
-/* The old column's value as a bigint (NULL stays NULL). */
-static int64
-sync_value(Oid type, Datum value)
-{
-	switch (type)
-	{
-		case INT2OID:
-			return DatumGetInt16(value);
-		case INT4OID:
-			return DatumGetInt32(value);
-		case INT8OID:
-			return DatumGetInt64(value);
-		case NUMERICOID:
-			return DatumGetInt64(DirectFunctionCall1(numeric_int8, value));
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("flake_migrate_sync() copies integer columns, not %s",
-							format_type_be(type))));
-	}
-	pg_unreachable();
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("trigger \"%s\" on \"%s\": flake_migrate_online_log() needs a log table and a key column",
+						trigger->tgname, RelationGetRelationName(rel)),
+				 errdetail("The log is a table of one column of the key's type, without indexes, with the table's owner.")));
+	return log;
 }
 
 Datum
-flake_migrate_sync(PG_FUNCTION_ARGS)
+flake_migrate_online_log(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	Trigger    *trigger;
 	Relation	rel;
-	HeapTuple	tuple;
-	int		   *attnums;
-	Datum	   *values;
-	bool	   *nulls;
+	Relation	log;
+	TupleDesc	desc;
+	int			attnum = 0;
+	Form_pg_attribute att;
+	Datum		keys[2];
+	bool		nulls[2];
+	int			nkeys = 0;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
-		  TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
+		!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("flake_migrate_sync() must be a BEFORE INSERT OR UPDATE row trigger")));
-
+				 errmsg("flake_migrate_online_log() must be an AFTER row trigger")));
 	trigger = trigdata->tg_trigger;
 	rel = trigdata->tg_relation;
-	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
-		trigdata->tg_newtuple : trigdata->tg_trigtuple;
-	attnums = palloc(sizeof(int) * Max(trigger->tgnargs, 1));
-	values = palloc(sizeof(Datum) * Max(trigger->tgnargs, 1));
-	nulls = palloc(sizeof(bool) * Max(trigger->tgnargs, 1));
+	desc = RelationGetDescr(rel);
+	if (trigger->tgnargs == 2)
+		attnum = SPI_fnumber(desc, trigger->tgargs[1]);
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("trigger \"%s\" on \"%s\": flake_migrate_online_log() needs a log table and a key column",
+						trigger->tgname, RelationGetRelationName(rel))));
+	att = TupleDescAttr(desc, attnum - 1);
 
-	for (int i = 0; i < trigger->tgnargs; i++)
+	/* the old key of an UPDATE or DELETE, the new one of an INSERT */
+	keys[0] = heap_getattr(trigdata->tg_trigtuple, attnum, desc, &nulls[0]);
+	nkeys = 1;
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 	{
-		const char *arg = trigger->tgargs[i];
-		char	   *old_name = pstrdup(arg);
-		char	   *new_name = strchr(old_name, ':');
-		int			old_attnum;
-		Oid			new_type;
-		bool		isnull;
-		Datum		value;
-
-		if (new_name == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("flake_migrate_sync() argument \"%s\" is not old:new", arg)));
-		*new_name++ = '\0';
-		old_attnum = sync_column(rel, arg, old_name);
-		attnums[i] = sync_column(rel, arg, new_name);
-		new_type = SPI_gettypeid(RelationGetDescr(rel), attnums[i]);
-
-		value = heap_getattr(tuple, old_attnum, RelationGetDescr(rel), &isnull);
-		nulls[i] = isnull;
-		values[i] = (Datum) 0;
-		if (!isnull)
-		{
-			int64		id = sync_value(SPI_gettypeid(RelationGetDescr(rel), old_attnum),
-										value);
-
-			/* a ulidflake is a bigint that is not negative */
-			if (new_type != INT8OID)
-				ulidflake_check_nonnegative(id);
-			values[i] = Int64GetDatum(id);
-		}
+		keys[1] = heap_getattr(trigdata->tg_newtuple, attnum, desc, &nulls[1]);
+		if (nulls[0] != nulls[1] ||
+			(!nulls[0] && !datumIsEqual(keys[0], keys[1], att->attbyval, att->attlen)))
+			nkeys = 2;
 	}
-	if (trigger->tgnargs > 0)
-		tuple = heap_modify_tuple_by_cols(tuple, RelationGetDescr(rel), trigger->tgnargs,
-										  attnums, values, nulls);
-	return PointerGetDatum(tuple);
+
+	log = log_open(rel, trigger, att->atttypid);
+	for (int i = 0; i < nkeys; i++)
+	{
+		HeapTuple	entry = heap_form_tuple(RelationGetDescr(log), &keys[i], &nulls[i]);
+
+		simple_heap_insert(log, entry);
+		heap_freetuple(entry);
+	}
+	table_close(log, NoLock);
+	return PointerGetDatum(NULL);
 }

@@ -4,29 +4,51 @@
 --
 -- flake_migrate() changes the types of the key and its referencing
 -- columns with ALTER TABLE, which rewrites each table under ACCESS
--- EXCLUSIVE.  The online path instead adds a column of the new type next
--- to each column that changes, keeps it equal to the old one with the
--- flake_migrate_sync() trigger, fills it in batches that commit, builds
--- its indexes CONCURRENTLY, adds its foreign keys and NOT NULL checks NOT
--- VALID and validates them, and swaps the new columns in with one short
--- transaction.  CREATE INDEX CONCURRENTLY cannot run in a function, so the
--- functions here only plan: the client program flake_migrate_online
--- (client/) runs the steps, with lock_timeout and retries.
+-- EXCLUSIVE.  The online path instead copies each table whose columns
+-- change type into a new table of the final shape (the shadow, named
+-- TABLE__flake_new), as pg_repack does: the trigger
+-- flake_migrate_online_log() logs the key of every row the application
+-- writes meanwhile, the rows are copied in batches that commit, the
+-- indexes are built on the shadow (which only the migration writes, so
+-- plainly, one scan each), the log is applied again and again (the logged
+-- keys' rows are deleted from the shadow and copied anew, in one
+-- snapshot), and one short transaction applies the rest of the log and
+-- puts the shadows in the place of the tables.  The foreign keys come back
+-- NOT VALID in that transaction and are validated after it.  Committed
+-- batches cannot run in a function, so the functions here plan: the client
+-- program flake_migrate_online (client/) runs the steps, with lock_timeout
+-- and retries.
 --
--- The plan is made again from the catalogs at every run: a step whose
--- object is there already is left out, so a run that stopped anywhere is
--- continued by running the command again, and the migration's state is the
--- schema itself (the new columns, named COLUMN__flake, and the trigger
--- zz_flake_migrate_sync).  Until the swap the old columns stay the key, so
--- the application works at every point.  The checks are flake_migrate()'s
--- own, through its dry run, and those of flake_migrate_online_blockers().
+-- The plan is made again from the catalogs at every run, so a run that
+-- stopped anywhere is continued by running the command again: the state is
+-- in the catalogs (the shadows, marked by their comment, their indexes,
+-- the logs, the table TABLE__flake_validate of the foreign keys left to
+-- validate after the swap) and in the shadows' rows.  Until the swap the
+-- tables are not changed (but for the trigger), so undoing is dropping
+-- what the migration added.  The checks are flake_migrate()'s own, through
+-- its dry run, and those of flake_migrate_online_blockers().
 ------------------------------------------------------------------------
 
--- copies every old column into its new one; arguments: 'old:new', ...
-CREATE FUNCTION flake_migrate_sync() RETURNS trigger
+-- appends the key of each row written to the log; arguments: the log's
+-- qualified name, the key column
+CREATE FUNCTION flake_migrate_online_log() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
-COMMENT ON FUNCTION flake_migrate_sync() IS
-	'trigger of an online migration: keep each new column (arguments old:new) equal to the old one while the application writes';
+COMMENT ON FUNCTION flake_migrate_online_log() IS
+	'trigger of an online migration: log the key of every row the application writes while the table is copied';
+
+-- a TRUNCATE would not be logged: refused while the table is copied
+CREATE FUNCTION flake_migrate_online_no_truncate() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	RAISE EXCEPTION 'cannot truncate % while flake_migrate_online copies it', TG_TABLE_NAME
+		USING ERRCODE = 'object_in_use',
+			  HINT = 'Let the migration finish, or undo it with flake_migrate_online --undo.';
+END
+$$;
+COMMENT ON FUNCTION flake_migrate_online_no_truncate() IS
+	'trigger of an online migration: refuse TRUNCATE of a table while it is copied';
 
 --
 -- A name made of base and suffix that fits in a name (63 bytes): base is
@@ -46,94 +68,128 @@ COMMENT ON FUNCTION flake_migrate_online_name(name, text) IS
 	'online migration helper: base with suffix, cut to fit a name';
 
 --
--- The columns that change, each with the name of its new column, and the
--- column each table's batches go by: its primary key, or else a unique
--- index, if it is on one NOT NULL column.
+-- The tables to copy (those with a column that changes type), each with
+-- its shadow and log (their names, and their oids once they exist), the
+-- column its batches go by (its primary key, or else a unique index on one
+-- NOT NULL column), and the pieces of the statements that copy its rows:
+-- the columns to insert (not the generated ones) and the values, the
+-- changing columns cast to their new type.
 --
-CREATE FUNCTION flake_migrate_online_columns(cols flake_migrate_column[])
-	RETURNS TABLE(relid oid, attnum int2, old_name name, new_name name, notnull boolean,
-				  batch_key name, batch_type text)
+CREATE FUNCTION flake_migrate_online_tables(cols flake_migrate_column[], target text)
+	RETURNS TABLE(relid oid, rel text, shadow_name name, shadow text, shadow_oid oid, log text, log_oid oid,
+				  batch_key name, batch_type text, key_cast text, inserts text, copies text, alters text, apply text[])
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT u.relid, u.attnum, a.attname, @extschema@.flake_migrate_online_name(a.attname, '__flake'),
-		   a.attnotnull, k.attname, format_type(k.atttypid, k.atttypmod)
-	FROM unnest(cols) u
-	JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+	-- apply: the statements that apply the table's log: the logged keys'
+	-- rows are deleted from the shadow and copied anew, then the entries
+	-- read are deleted.  In one REPEATABLE READ transaction (or under the
+	-- swap's locks) they leave the shadow equal to the table as of its
+	-- snapshot, and running them again changes nothing more.
+	SELECT t.*, ARRAY[format('DELETE FROM %s s USING %s l WHERE s.%I = %s', t.shadow, t.log, t.batch_key, format(t.key_cast, 'l.k')),
+					  format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE %I IN (SELECT l.k FROM %s l)',
+							 t.shadow, t.inserts, t.copies, t.rel, t.batch_key, t.log),
+					  format('DELETE FROM %s', t.log)]
+	FROM (
+	SELECT c.oid AS relid, c.oid::regclass::text AS rel, s.shadow_name,
+		   format('%I.%I', c.relnamespace::regnamespace, s.shadow_name) AS shadow, sc.oid AS shadow_oid,
+		   format('%I.%I', c.relnamespace::regnamespace, s.log_name) AS log, lc.oid AS log_oid,
+		   k.attname AS batch_key, format_type(k.atttypid, k.atttypmod) AS batch_type,
+		   CASE WHEN EXISTS (SELECT FROM unnest(cols) u WHERE u.relid = c.oid AND u.attnum = k.attnum AND u.changes)
+				THEN format('CAST(CAST(%%s AS bigint) AS %s)', target) ELSE '%s' END AS key_cast,
+		   (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
+			FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') AS inserts,
+		   (SELECT string_agg(CASE WHEN u.changes THEN format('CAST(CAST(%I AS bigint) AS %s)', a.attname, target)
+								   ELSE quote_ident(a.attname) END, ', ' ORDER BY a.attnum)
+			FROM pg_attribute a LEFT JOIN unnest(cols) u ON u.relid = a.attrelid AND u.attnum = a.attnum
+			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') AS copies,
+		   (SELECT string_agg(format('ALTER COLUMN %I TYPE %s USING CAST(CAST(%1$I AS bigint) AS %2$s)', a.attname, target),
+							  ', ' ORDER BY a.attnum)
+			FROM unnest(cols) u JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+			WHERE u.relid = c.oid AND u.changes) AS alters
+	FROM pg_class c
+	CROSS JOIN LATERAL (SELECT @extschema@.flake_migrate_online_name(c.relname, '__flake_new') AS shadow_name,
+							   @extschema@.flake_migrate_online_name(c.relname, '__flake_log') AS log_name) s
+	LEFT JOIN pg_class sc ON sc.relnamespace = c.relnamespace AND sc.relname = s.shadow_name AND sc.relkind = 'r'
+						 AND obj_description(sc.oid, 'pg_class') = 'flake_migrate_online: the copy of ' || c.oid
+	LEFT JOIN pg_class lc ON lc.relnamespace = c.relnamespace AND lc.relname = s.log_name AND lc.relkind = 'r'
+						 AND obj_description(lc.oid, 'pg_class') = 'flake_migrate_online: the log of ' || c.oid
 	LEFT JOIN LATERAL (
-		SELECT ka.attname, ka.atttypid, ka.atttypmod
+		SELECT ka.attnum, ka.attname, ka.atttypid, ka.atttypmod
 		FROM pg_index x
 		JOIN pg_attribute ka ON ka.attrelid = x.indrelid AND ka.attnum = x.indkey[0]
-		WHERE x.indrelid = u.relid AND x.indisunique AND x.indisvalid AND x.indnkeyatts = 1
+		WHERE x.indrelid = c.oid AND x.indisunique AND x.indisvalid AND x.indnkeyatts = 1
 		  AND x.indkey[0] <> 0 AND x.indpred IS NULL AND ka.attnotnull
 		ORDER BY x.indisprimary DESC, x.indexrelid
 		LIMIT 1) k ON true
-	WHERE u.changes
-	ORDER BY u.relid, u.attnum
+	WHERE c.oid IN (SELECT u.relid FROM unnest(cols) u WHERE u.changes)) t
+	ORDER BY t.relid
 $$;
-COMMENT ON FUNCTION flake_migrate_online_columns(flake_migrate_column[]) IS
-	'online migration helper: the columns that change, their new columns, and the column each table is batched by';
+COMMENT ON FUNCTION flake_migrate_online_tables(flake_migrate_column[], text) IS
+	'online migration helper: the tables to copy, their shadows and logs, and how to copy their rows';
 
 --
 -- What the online path cannot do, beyond flake_migrate()'s own checks:
--- tables it cannot batch, backfill updates that would run triggers or
--- rules or miss rows to row security, and objects on a changing column
--- that cannot be carried to the new column (CHECK constraints, index
--- expressions and predicates, exclusion constraints, column privileges,
--- statistics, deferrable keys, SET NULL column lists, other operator
--- classes).  Each is a blocked step.
+-- tables it cannot copy in batches, and what a copy cannot carry over
+-- (views and rules on the table, row security, publications, a replica
+-- identity other than the primary key, tablespaces, other identity
+-- columns, extended statistics, column privileges, grants by other roles,
+-- NOT VALID checks, exclusion and deferrable constraints, indexes it
+-- cannot copy), and names it needs that other objects have.  Each is a
+-- blocked step.
 --
-CREATE FUNCTION flake_migrate_online_blockers(cols flake_migrate_column[])
+CREATE FUNCTION flake_migrate_online_blockers(cols flake_migrate_column[], target text)
 	RETURNS flake_migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	found		@extschema@.flake_migrate_step[] := '{}';
+	copied		oid[] := ARRAY(SELECT t.relid FROM @extschema@.flake_migrate_online_tables(cols, target) t);
 	list		text;
 BEGIN
-	SELECT string_agg(DISTINCT c.relid::regclass::text, ', ') INTO list
-	FROM @extschema@.flake_migrate_online_columns(cols) c WHERE c.batch_key IS NULL;
+	SELECT string_agg(t.rel, ', ') INTO list
+	FROM @extschema@.flake_migrate_online_tables(cols, target) t WHERE t.batch_key IS NULL;
 	IF list IS NOT NULL THEN
 		found := found || @extschema@.flake_migrate_blocked(
-			'tables without a key to fill them in batches', '55000',
-			format('Tables: %s. The online path fills the new columns in batches by a primary key or unique index on one NOT NULL column.', list));
+			'tables without a key to copy them in batches', '55000',
+			format('Tables: %s. The online path copies a table in batches by its primary key or a unique index on one NOT NULL column.', list));
 	END IF;
 
 	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-		SELECT format('trigger %I on %s', g.tgname, g.tgrelid::regclass) AS x
-		FROM pg_trigger g
-		WHERE g.tgrelid IN (SELECT c.relid FROM unnest(cols) c WHERE c.changes)
-		  AND NOT g.tgisinternal AND g.tgenabled <> 'D' AND g.tgtype & 1 = 1 AND g.tgtype & 16 = 16
-		  AND g.tgattr = '' AND g.tgname <> 'zz_flake_migrate_sync'
+		SELECT format('%s on %s', pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass) AS x
+		FROM pg_class c JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid
+		WHERE c.oid = ANY (copied) AND d.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass,
+													 'pg_publication_rel'::regclass, 'pg_statistic_ext'::regclass)
 		UNION
-		SELECT format('rule %I on %s', w.rulename, w.ev_class::regclass)
-		FROM pg_rewrite w
-		WHERE w.ev_class IN (SELECT c.relid FROM unnest(cols) c WHERE c.changes) AND w.ev_type = '2'
+		SELECT format('%s uses the row type of %s', pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass)
+		FROM pg_class c JOIN pg_depend d ON d.refclassid = 'pg_type'::regclass AND d.refobjid = c.reltype
+		WHERE c.oid = ANY (copied) AND d.deptype = 'n'
 		UNION
-		SELECT format('%s forces row level security', r.oid::regclass)
-		FROM pg_class r
-		WHERE r.oid IN (SELECT c.relid FROM unnest(cols) c WHERE c.changes) AND r.relforcerowsecurity) s;
-	IF list IS NOT NULL THEN
-		found := found || @extschema@.flake_migrate_blocked(
-			'the batches that fill the new columns would run triggers or rules, or miss rows', '55000',
-			format('%s. Each batch updates its rows; row triggers on UPDATE (without a column list) and rules would act on them.', list));
-	END IF;
-
-	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-		SELECT format('%s %I on %s', CASE k.contype WHEN 'c' THEN 'check constraint' WHEN 'x' THEN 'exclusion constraint'
-									 ELSE 'deferrable key' END, k.conname, k.conrelid::regclass) AS x
-		FROM unnest(cols) u
-		JOIN pg_constraint k ON k.conrelid = u.relid AND u.attnum = ANY (k.conkey)
-		WHERE u.changes AND (k.contype IN ('c', 'x') OR (k.contype IN ('p', 'u') AND k.condeferrable))
+		SELECT format('%s: %s', c.oid::regclass, r.what)
+		FROM pg_class c CROSS JOIN LATERAL (VALUES
+			(c.relrowsecurity OR c.relforcerowsecurity, 'row level security'),
+			(c.relreplident NOT IN ('d'), 'a replica identity other than the primary key'),
+			(c.reltablespace <> 0, 'a tablespace of its own'),
+			(c.reloftype <> 0, 'a typed table'),
+			(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attacl IS NOT NULL), 'column privileges'),
+			(EXISTS (SELECT FROM aclexplode(c.relacl) g WHERE g.grantor <> c.relowner), 'privileges granted by another role'),
+			(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attidentity <> ''
+					 AND NOT (a.attrelid = cols[1].relid AND a.attnum = cols[1].attnum)),
+			 'an identity column other than the key'),
+			(EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = c.oid
+					 AND ((k.contype = 'c' AND NOT k.convalidated) OR k.contype = 'x' OR (k.contype IN ('p', 'u') AND k.condeferrable))),
+			 'a NOT VALID check, an exclusion constraint or a deferrable key'),
+			(EXISTS (SELECT FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid
+					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)), 'an invalid index or one in a tablespace of its own'),
+			(EXISTS (SELECT FROM pg_class o WHERE o.relnamespace = c.relnamespace
+					 AND o.relname IN (@extschema@.flake_migrate_online_name(c.relname, '__flake_new'),
+									   @extschema@.flake_migrate_online_name(c.relname, '__flake_log'))
+					 AND coalesce(obj_description(o.oid, 'pg_class'), '') NOT LIKE 'flake_migrate_online: % of ' || c.oid),
+			 'the name of its copy or log is taken')) r(blocks, what)
+		WHERE c.oid = ANY (copied) AND r.blocks
 		UNION
-		SELECT format('foreign key %I on %s (ON DELETE SET NULL or SET DEFAULT of some columns)', k.conname, k.conrelid::regclass)
-		FROM unnest(cols) u
-		JOIN pg_constraint k ON k.contype = 'f' AND ((k.conrelid = u.relid AND u.attnum = ANY (k.conkey))
-													 OR (k.confrelid = u.relid AND u.attnum = ANY (k.confkey)))
-		WHERE u.changes AND k.confdelsetcols IS NOT NULL AND cardinality(k.confdelsetcols) > 0
-		UNION
-		SELECT format('index %s (an expression, a predicate or an operator class on the column)', x.indexrelid::regclass)
+		SELECT format('index %s (an expression, a predicate or an operator class on a changing column)', x.indexrelid::regclass)
 		FROM unnest(cols) u
 		JOIN pg_index x ON x.indrelid = u.relid
 		WHERE u.changes AND (
@@ -143,238 +199,130 @@ BEGIN
 			OR ((x.indexprs IS NOT NULL OR x.indpred IS NOT NULL)
 				AND EXISTS (SELECT FROM pg_depend d
 							WHERE d.classid = 'pg_class'::regclass AND d.objid = x.indexrelid
-							  AND d.refobjid = u.relid AND d.refobjsubid = u.attnum)))
-		UNION
-		SELECT format('privileges on column %s.%I', a.attrelid::regclass, a.attname)
-		FROM unnest(cols) u JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-		WHERE u.changes AND a.attacl IS NOT NULL
-		UNION
-		SELECT format('statistics object %I', s.stxname)
-		FROM unnest(cols) u JOIN pg_statistic_ext s ON s.stxrelid = u.relid AND u.attnum = ANY (s.stxkeys)
-		WHERE u.changes
-		UNION
-		SELECT format('column %s.%I exists already', c.relid::regclass, c.new_name)
-		FROM @extschema@.flake_migrate_online_columns(cols) c
-		JOIN pg_attribute a ON a.attrelid = c.relid AND a.attname = c.new_name AND NOT a.attisdropped
-		WHERE NOT EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = c.relid AND g.tgname = 'zz_flake_migrate_sync')) s;
+							  AND d.refobjid = u.relid AND d.refobjsubid = u.attnum)))) s;
 	IF list IS NOT NULL THEN
 		found := found || @extschema@.flake_migrate_blocked(
-			'objects on the changing columns that the online path cannot carry to the new columns', '0A000',
+			'objects that the online path cannot carry to the copies of the tables', '0A000',
 			format('%s.', list));
-	END IF;
-	IF cardinality(found) > 0 THEN
 		found := found || ROW('note', 'flake_migrate() (offline) may still migrate these tables; or change the objects above first', false, false, NULL)::@extschema@.flake_migrate_step;
 	END IF;
 	RETURN found;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_blockers(flake_migrate_column[]) IS
+COMMENT ON FUNCTION flake_migrate_online_blockers(flake_migrate_column[], text) IS
 	'online migration helper: what the online path cannot do, as blocked steps';
 
 --
--- The indexes on changing columns, each with the CREATE INDEX CONCURRENTLY
--- of its copy on the new columns (same method, order, INCLUDE, storage and
--- uniqueness) and the statements that put the copy in its place at the
--- swap: a primary key or unique constraint added USING INDEX under the old
--- name, or the index renamed.
+-- The indexes of the copied tables, each with the CREATE INDEX of its copy
+-- on the shadow (pg_get_indexdef()'s definition on the shadow, under a
+-- name of its own), whether the copy exists, and the statements that put
+-- it in its place at the swap: a primary key or unique constraint added
+-- USING INDEX under the old name, or the index renamed; and its comment
+-- and CLUSTER mark.
 --
-CREATE FUNCTION flake_migrate_online_indexes(cols flake_migrate_column[])
-	RETURNS TABLE(relid oid, new_index name, new_valid boolean, create_sql text, swap_sql text)
+CREATE FUNCTION flake_migrate_online_indexes(cols flake_migrate_column[], target text)
+	RETURNS TABLE(relid oid, index_name name, new_index text, new_exists boolean, create_sql text, swap_sql text)
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
-	WITH m AS (
-		SELECT c.relid, c.attnum, c.new_name FROM @extschema@.flake_migrate_online_columns(cols) c
-	), ix AS (
-		SELECT DISTINCT x.indexrelid, x.indrelid, ic.relname, ic.relnamespace
-		FROM m JOIN pg_index x ON x.indrelid = m.relid AND m.attnum = ANY (x.indkey)
-		JOIN pg_class ic ON ic.oid = x.indexrelid
-	)
-	SELECT ix.indrelid, n.new_index, nx.indisvalid,
-		   format('CREATE %sINDEX CONCURRENTLY %I ON %s USING %I (%s)%s%s%s%s%s',
-				  CASE WHEN x.indisunique THEN 'UNIQUE ' END, n.new_index, ix.indrelid::regclass, am.amname,
-				  (SELECT string_agg(coalesce(quote_ident(m.new_name), pg_get_indexdef(x.indexrelid, k + 1, false))
-									 || CASE WHEN x.indcollation[k] <> 0 AND x.indcollation[k] <> coalesce(a.attcollation, 0)
-										THEN ' COLLATE ' || x.indcollation[k]::regcollation::text ELSE '' END
-									 || CASE WHEN NOT o.opcdefault
-										THEN format(' %I.%I', o.opcnamespace::regnamespace, o.opcname) ELSE '' END
-									 || CASE WHEN x.indoption[k] & 1 = 1 THEN ' DESC' ELSE '' END
-									 || CASE WHEN x.indoption[k] & 3 = 2 THEN ' NULLS FIRST'
-											 WHEN x.indoption[k] & 3 = 1 THEN ' NULLS LAST' ELSE '' END,
-									 ', ' ORDER BY k)
-				   FROM generate_series(0, x.indnkeyatts - 1) k
-				   JOIN pg_opclass o ON o.oid = x.indclass[k]
-				   LEFT JOIN m ON m.relid = x.indrelid AND m.attnum = x.indkey[k]
-				   LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[k]),
-				  (SELECT ' INCLUDE (' || string_agg(coalesce(quote_ident(m.new_name), quote_ident(a.attname)), ', ' ORDER BY k) || ')'
-				   FROM generate_series(x.indnkeyatts, x.indnatts - 1) k
-				   JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[k]
-				   LEFT JOIN m ON m.relid = x.indrelid AND m.attnum = x.indkey[k]),
-				  CASE WHEN x.indnullsnotdistinct THEN ' NULLS NOT DISTINCT' END,
-				  ' WITH (' || array_to_string(ic.reloptions, ', ') || ')',
-				  ' TABLESPACE ' || quote_ident((SELECT t.spcname FROM pg_tablespace t WHERE t.oid = ic.reltablespace)),
-				  ' WHERE ' || pg_get_expr(x.indpred, x.indrelid)),
+	SELECT t.relid, ic.relname, format('%I.%I', ic.relnamespace::regnamespace, n.new_index), nc.oid IS NOT NULL,
+		   format('CREATE %sINDEX %I ON %s USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END, n.new_index, t.shadow)
+		   || substr(d.def, length(d.prefix) + 1),
 		   CASE WHEN k.contype IN ('p', 'u')
-				THEN format('ALTER TABLE %s ADD CONSTRAINT %I %s USING INDEX %I',
-							ix.indrelid::regclass, k.conname,
+				THEN format('ALTER TABLE %s ADD CONSTRAINT %I %s USING INDEX %I', t.rel, k.conname,
 							CASE k.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END, n.new_index)
-				ELSE format('ALTER INDEX %I.%I RENAME TO %I', ix.relnamespace::regnamespace, n.new_index, ix.relname) END
-		   || coalesce('; COMMENT ON CONSTRAINT ' || quote_ident(k.conname) || ' ON ' || ix.indrelid::regclass::text || ' IS '
-					   || quote_literal(obj_description(k.oid, 'pg_constraint')), '')
-		   || coalesce(format('; COMMENT ON INDEX %I.%I IS ', ix.relnamespace::regnamespace, ix.relname)
-					   || quote_literal(obj_description(ix.indexrelid, 'pg_class')), '')
-	FROM ix
-	JOIN pg_index x ON x.indexrelid = ix.indexrelid
-	JOIN pg_class ic ON ic.oid = ix.indexrelid
-	JOIN pg_am am ON am.oid = ic.relam
-	CROSS JOIN LATERAL (SELECT @extschema@.flake_migrate_online_name(ix.relname, '__flake') AS new_index) n
-	LEFT JOIN pg_class nc ON nc.relname = n.new_index AND nc.relnamespace = ix.relnamespace
-	LEFT JOIN pg_index nx ON nx.indexrelid = nc.oid
-	LEFT JOIN pg_constraint k ON k.conindid = ix.indexrelid AND k.conrelid = ix.indrelid AND k.contype IN ('p', 'u')
-	ORDER BY ix.indrelid, ix.relname
+					 || coalesce(format('; COMMENT ON CONSTRAINT %I ON %s IS %L', k.conname, t.rel, obj_description(k.oid, 'pg_constraint')), '')
+				ELSE format('ALTER INDEX %I.%I RENAME TO %I', ic.relnamespace::regnamespace, n.new_index, ic.relname) END
+		   || coalesce(format('; COMMENT ON INDEX %I.%I IS %L', ic.relnamespace::regnamespace, ic.relname,
+							  obj_description(ic.oid, 'pg_class')), '')
+		   || CASE WHEN x.indisclustered THEN format('; ALTER TABLE %s CLUSTER ON %I', t.rel, ic.relname) ELSE '' END
+	FROM @extschema@.flake_migrate_online_tables(cols, target) t
+	JOIN pg_index x ON x.indrelid = t.relid
+	JOIN pg_class ic ON ic.oid = x.indexrelid
+	CROSS JOIN LATERAL (SELECT @extschema@.flake_migrate_online_name(ic.relname, '__flake_new') AS new_index) n
+	CROSS JOIN LATERAL (SELECT pg_get_indexdef(x.indexrelid) AS def,
+							   format('CREATE %sINDEX %I ON %I.%I USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END,
+									  ic.relname, ic.relnamespace::regnamespace, (SELECT c.relname FROM pg_class c WHERE c.oid = t.relid)) AS prefix) d
+	LEFT JOIN pg_class nc ON nc.relname = n.new_index AND nc.relnamespace = ic.relnamespace
+	LEFT JOIN pg_constraint k ON k.conindid = x.indexrelid AND k.conrelid = x.indrelid AND k.contype IN ('p', 'u')
+	ORDER BY t.relid, x.indisprimary DESC, ic.relname
 $$;
-COMMENT ON FUNCTION flake_migrate_online_indexes(flake_migrate_column[]) IS
-	'online migration helper: the indexes on the changing columns, how to copy them concurrently and swap the copies in';
+COMMENT ON FUNCTION flake_migrate_online_indexes(flake_migrate_column[], text) IS
+	'online migration helper: the indexes of the copied tables, how to copy them and swap the copies in';
 
 --
--- The foreign keys on or into changing columns, each with the definition
--- of its copy on the new columns (same match, actions and deferral), added
--- NOT VALID and validated if the old one is, and renamed at the swap.
---
-CREATE FUNCTION flake_migrate_online_foreign_keys(cols flake_migrate_column[])
-	RETURNS TABLE(conrelid oid, old_name name, new_name name, new_exists boolean, new_valid boolean,
-				  validate boolean, add_sql text, swap_sql text)
-	LANGUAGE sql STABLE PARALLEL SAFE
-	SET search_path = pg_catalog, pg_temp
-AS $$
-	WITH m AS (
-		SELECT c.relid, c.attnum, c.new_name FROM @extschema@.flake_migrate_online_columns(cols) c
-	)
-	SELECT f.conrelid, f.conname, n.new_name, nf.oid IS NOT NULL, coalesce(nf.convalidated, false), f.convalidated,
-		   format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s ON UPDATE %s ON DELETE %s%s NOT VALID',
-				  f.conrelid::regclass, n.new_name,
-				  (SELECT string_agg(coalesce(quote_ident(m.new_name), quote_ident(a.attname)), ', ' ORDER BY k)
-				   FROM generate_subscripts(f.conkey, 1) k
-				   JOIN pg_attribute a ON a.attrelid = f.conrelid AND a.attnum = f.conkey[k]
-				   LEFT JOIN m ON m.relid = f.conrelid AND m.attnum = f.conkey[k]),
-				  f.confrelid::regclass,
-				  (SELECT string_agg(coalesce(quote_ident(m.new_name), quote_ident(a.attname)), ', ' ORDER BY k)
-				   FROM generate_subscripts(f.confkey, 1) k
-				   JOIN pg_attribute a ON a.attrelid = f.confrelid AND a.attnum = f.confkey[k]
-				   LEFT JOIN m ON m.relid = f.confrelid AND m.attnum = f.confkey[k]),
-				  CASE f.confmatchtype WHEN 'f' THEN ' MATCH FULL' ELSE '' END,
-				  CASE f.confupdtype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
-									 WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
-				  CASE f.confdeltype WHEN 'r' THEN 'RESTRICT' WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
-									 WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END,
-				  CASE WHEN f.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED'
-					   WHEN f.condeferrable THEN ' DEFERRABLE' ELSE '' END),
-		   format('ALTER TABLE %s RENAME CONSTRAINT %I TO %I', f.conrelid::regclass, n.new_name, f.conname)
-		   || coalesce(format('; COMMENT ON CONSTRAINT %I ON %s IS ', f.conname, f.conrelid::regclass)
-					   || quote_literal(obj_description(f.oid, 'pg_constraint')), '')
-	FROM pg_constraint f
-	CROSS JOIN LATERAL (SELECT @extschema@.flake_migrate_online_name(f.conname, '__flake') AS new_name) n
-	LEFT JOIN pg_constraint nf ON nf.conrelid = f.conrelid AND nf.conname = n.new_name
-	WHERE f.contype = 'f'
-	  AND (EXISTS (SELECT FROM m WHERE m.relid = f.conrelid AND m.attnum = ANY (f.conkey))
-		   OR EXISTS (SELECT FROM m WHERE m.relid = f.confrelid AND m.attnum = ANY (f.confkey)))
-	ORDER BY f.conrelid, f.conname
-$$;
-COMMENT ON FUNCTION flake_migrate_online_foreign_keys(flake_migrate_column[]) IS
-	'online migration helper: the foreign keys on or into the changing columns, how to copy them and swap the copies in';
-
---
--- The steps before the swap that are not done yet, in order: add the new
--- columns and the trigger, fill them, analyze them, copy the indexes, add
--- the NOT NULL checks and foreign keys NOT VALID, validate them.  Each
--- step says the strongest lock it takes.
+-- The steps before the swap that are not done yet, in order, each with
+-- the strongest lock it takes: create the shadows, logs and triggers; copy
+-- the rows; apply the logs; build the indexes; analyze; apply the logs
+-- until they are short.
 --
 CREATE FUNCTION flake_migrate_online_prepare(cols flake_migrate_column[], target text)
-	RETURNS TABLE(phase text, rel regclass, action text, lock text, statement text, batch text, total bigint)
+	RETURNS TABLE(phase text, rel regclass, action text, lock text, statement text, batch text, total bigint, resume text)
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	t			record;
 	r			record;
-	valid		boolean;		-- a NOT NULL check: NULL while it is not there
+	indexed		boolean;
 BEGIN
-	FOR t IN
-		SELECT c.relid, min(c.batch_key) AS batch_key, min(c.batch_type) AS batch_type,
-			   string_agg(format('ADD COLUMN IF NOT EXISTS %I %s', c.new_name, target), ', ' ORDER BY c.attnum) AS adds,
-			   string_agg(quote_literal(c.old_name || ':' || c.new_name), ', ' ORDER BY c.attnum) AS args,
-			   string_agg(format('%I = CAST(CAST(%I AS bigint) AS %s)', c.new_name, c.old_name, target), ', ' ORDER BY c.attnum) AS sets,
-			   string_agg(format('CAST(%I AS bigint) IS DISTINCT FROM CAST(%I AS bigint)', c.new_name, c.old_name), ' OR ' ORDER BY c.attnum) AS differ,
-			   string_agg(quote_ident(c.new_name), ', ' ORDER BY c.attnum) AS news,
-			   bool_and(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.relid AND a.attname = c.new_name AND NOT a.attisdropped)
-						AND EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = c.relid AND g.tgname = 'zz_flake_migrate_sync')) AS expanded
-		FROM @extschema@.flake_migrate_online_columns(cols) c
-		GROUP BY c.relid ORDER BY c.relid
-	LOOP
+	FOR t IN SELECT * FROM @extschema@.flake_migrate_online_tables(cols, target) LOOP
 		rel := t.relid;
-		IF NOT t.expanded THEN
-			phase := 'expand'; action := 'add columns and trigger'; lock := 'ACCESS EXCLUSIVE, a moment';
-			statement := format('ALTER TABLE %s %s; CREATE OR REPLACE TRIGGER zz_flake_migrate_sync BEFORE INSERT OR UPDATE ON %1$s FOR EACH ROW EXECUTE FUNCTION @extschema@.flake_migrate_sync(%3$s)',
-								t.relid::regclass, t.adds, t.args);
-			batch := NULL; total := NULL;
+		batch := NULL; total := NULL; resume := NULL;
+		IF t.shadow_oid IS NULL OR t.log_oid IS NULL THEN
+			phase := 'create'; action := 'create the copy, the log and the triggers';
+			lock := 'SHARE ROW EXCLUSIVE, a moment (CREATE TRIGGER)';
+			statement := format('DROP TABLE IF EXISTS %s, %s; ', t.shadow, t.log)
+				|| format('CREATE %sTABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION INCLUDING COMMENTS)%s; ',
+						  CASE WHEN (SELECT c.relpersistence FROM pg_class c WHERE c.oid = t.relid) = 'u' THEN 'UNLOGGED ' ELSE '' END,
+						  t.shadow, t.rel,
+						  (SELECT ' WITH (' || array_to_string(c.reloptions, ', ') || ')' FROM pg_class c WHERE c.oid = t.relid))
+				|| format('ALTER TABLE %s %s; ', t.shadow, t.alters)
+				|| format('CREATE TABLE %s (k %s); ', t.log, t.batch_type)
+				|| format('CREATE TRIGGER zz_flake_migrate_online_log AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.flake_migrate_online_log(%L, %L); ',
+						  t.rel, t.log, t.batch_key)
+				|| format('CREATE TRIGGER zz_flake_migrate_online_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.flake_migrate_online_no_truncate(); ', t.rel)
+				|| format('COMMENT ON TABLE %s IS %L; COMMENT ON TABLE %s IS %L', t.shadow, 'flake_migrate_online: the copy of ' || t.relid,
+						  t.log, 'flake_migrate_online: the log of ' || t.relid);
 			RETURN NEXT;
 		END IF;
-		-- $1: the last key of the previous batch (NULL at first), $2 the
-		-- last of this one; batch gives $2 from $1 and the batch size
-		phase := 'backfill'; action := 'fill the new columns in batches'; lock := 'ROW EXCLUSIVE, the rows of one batch';
-		statement := format('UPDATE %s SET %s WHERE (CAST($1 AS text) IS NULL OR %I > CAST(CAST($1 AS text) AS %s)) AND %3$I <= CAST(CAST($2 AS text) AS %4$s) AND (%s)',
-							t.relid::regclass, t.sets, t.batch_key, t.batch_type, t.differ);
-		batch := format('SELECT CAST(max(%1$I) AS text) FROM (SELECT %1$I FROM %2$s WHERE CAST($1 AS text) IS NULL OR %1$I > CAST(CAST($1 AS text) AS %3$s) ORDER BY %1$I LIMIT CAST(CAST($2 AS text) AS bigint)) s',
-						t.batch_key, t.relid::regclass, t.batch_type);
-		total := (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = t.relid);
-		RETURN NEXT;
-		batch := NULL; total := NULL;
-		phase := 'analyze'; action := 'statistics of the new columns'; lock := 'SHARE UPDATE EXCLUSIVE';
-		statement := format('ANALYZE %s (%s)', t.relid::regclass, t.news);
-		RETURN NEXT;
-	END LOOP;
-
-	FOR r IN SELECT * FROM @extschema@.flake_migrate_online_indexes(cols) x WHERE x.new_valid IS NOT TRUE LOOP
-		rel := r.relid; phase := 'index'; lock := 'SHARE UPDATE EXCLUSIVE (CONCURRENTLY)';
-		IF r.new_valid IS NOT NULL THEN
-			-- an index build that stopped leaves an invalid index
-			action := 'drop an unfinished index';
-			statement := format('DROP INDEX CONCURRENTLY IF EXISTS %I.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = r.relid), r.new_index);
+		indexed := EXISTS (SELECT FROM pg_index x WHERE x.indrelid = t.shadow_oid);
+		IF NOT indexed THEN
+			-- $1: the last key copied (NULL at first), $2 the last of this
+			-- batch; batch gives $2 from $1 and the batch size; resume
+			-- gives $1 when a copy stopped
+			phase := 'copy'; action := 'copy the rows in batches'; lock := 'ACCESS SHARE, the rows of one batch';
+			statement := format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE (CAST($1 AS text) IS NULL OR %I > CAST(CAST($1 AS text) AS %s)) AND %5$I <= CAST(CAST($2 AS text) AS %6$s) ORDER BY %5$I',
+								t.shadow, t.inserts, t.copies, t.rel, t.batch_key, t.batch_type);
+			batch := format('SELECT CAST(max(%1$I) AS text) FROM (SELECT %1$I FROM %2$s WHERE CAST($1 AS text) IS NULL OR %1$I > CAST(CAST($1 AS text) AS %3$s) ORDER BY %1$I LIMIT CAST(CAST($2 AS text) AS bigint)) s',
+							t.batch_key, t.rel, t.batch_type);
+			resume := format('SELECT CAST(max(CAST(%I AS bigint)) AS text) FROM %s', t.batch_key, t.shadow);
+			total := (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = t.relid);
 			RETURN NEXT;
+			batch := NULL; total := NULL; resume := NULL;
 		END IF;
-		action := 'copy an index'; statement := r.create_sql;
-		RETURN NEXT;
-	END LOOP;
-
-	FOR r IN
-		SELECT c.relid, c.new_name, @extschema@.flake_migrate_online_name(c.new_name, '_not_null') AS check_name
-		FROM @extschema@.flake_migrate_online_columns(cols) c WHERE c.notnull
-	LOOP
-		rel := r.relid; phase := 'constrain';
-		valid := (SELECT k.convalidated FROM pg_constraint k WHERE k.conrelid = r.relid AND k.conname = r.check_name);
-		IF valid IS NULL THEN
-			action := 'add a NOT NULL check'; lock := 'ACCESS EXCLUSIVE, a moment';
-			statement := format('ALTER TABLE %s ADD CONSTRAINT %I CHECK (%I IS NOT NULL) NOT VALID', r.relid::regclass, r.check_name, r.new_name);
+		IF EXISTS (SELECT FROM @extschema@.flake_migrate_online_indexes(cols, target) x WHERE x.relid = t.relid AND NOT x.new_exists) THEN
+			-- the copy is of many snapshots: one of them, before any
+			-- unique index
+			phase := 'apply'; action := 'apply the log'; lock := 'ACCESS SHARE (REPEATABLE READ)';
+			statement := array_to_string(t.apply, '; ');
 			RETURN NEXT;
-		END IF;
-		IF valid IS NOT TRUE THEN
-			phase := 'validate'; action := 'validate a NOT NULL check'; lock := 'SHARE UPDATE EXCLUSIVE';
-			statement := format('ALTER TABLE %s VALIDATE CONSTRAINT %I', r.relid::regclass, r.check_name);
+			FOR r IN SELECT * FROM @extschema@.flake_migrate_online_indexes(cols, target) x WHERE x.relid = t.relid AND NOT x.new_exists LOOP
+				phase := 'index'; action := 'build an index of the copy'; lock := 'SHARE on the copy only';
+				statement := r.create_sql;
+				RETURN NEXT;
+			END LOOP;
+			phase := 'analyze'; action := 'statistics of the copy'; lock := 'SHARE UPDATE EXCLUSIVE on the copy only';
+			statement := format('ANALYZE %s', t.shadow);
 			RETURN NEXT;
 		END IF;
 	END LOOP;
-	FOR r IN SELECT * FROM @extschema@.flake_migrate_online_foreign_keys(cols) LOOP
-		rel := r.conrelid;
-		IF NOT r.new_exists THEN
-			phase := 'constrain'; action := 'add a foreign key'; lock := 'SHARE ROW EXCLUSIVE on both tables, a moment';
-			statement := r.add_sql;
-			RETURN NEXT;
-		END IF;
-		IF r.validate AND NOT r.new_valid THEN
-			phase := 'validate'; action := 'validate a foreign key'; lock := 'SHARE UPDATE EXCLUSIVE, ROW SHARE on the referenced table';
-			statement := format('ALTER TABLE %s VALIDATE CONSTRAINT %I', r.conrelid::regclass, r.new_name);
-			RETURN NEXT;
-		END IF;
+	-- last, the logs of all, written meanwhile
+	FOR t IN SELECT * FROM @extschema@.flake_migrate_online_tables(cols, target) LOOP
+		rel := t.relid; batch := NULL; total := NULL; resume := NULL;
+		phase := 'apply'; action := 'apply the log until it is short'; lock := 'ACCESS SHARE (REPEATABLE READ)';
+		statement := array_to_string(t.apply, '; ');
+		RETURN NEXT;
 	END LOOP;
 END
 $$;
@@ -382,56 +330,194 @@ COMMENT ON FUNCTION flake_migrate_online_prepare(flake_migrate_column[], text) I
 	'online migration helper: the steps before the swap that are not done yet';
 
 --
--- The swap, one transaction: lock the tables, drop the old foreign keys,
--- detach the key from its sequence or identity, drop the old columns (with
--- their indexes and constraints) and the trigger, give the new columns the
--- old names, NOT NULL (the validated check spares the scan), the indexes
--- and constraints their old names, and the key the generator's default.
+-- The statements of the swap, in order: free the key's sequence from the
+-- copy's default and move the other sequences the tables own to their
+-- copies; detach the key as flake_migrate() does; drop the foreign keys of
+-- other tables into the copied ones; drop the tables and logs (RESTRICT:
+-- anything else that depends on them stops the swap); rename the copies,
+-- their indexes and constraints to the tables' names; give them the
+-- tables' comments, triggers (in the same enabled state) and grants; set
+-- the key's default; add the foreign keys again, NOT VALID, and note those
+-- to validate in TABLE__flake_validate.
 --
-CREATE FUNCTION flake_migrate_online_swap(tbl regclass, col name, generator text,
-										  cols flake_migrate_column[], touched oid[])
-	RETURNS text
+CREATE FUNCTION flake_migrate_online_swap_sql(tbl regclass, col name, generator text,
+											  cols flake_migrate_column[], target text)
+	RETURNS text[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	key			record;
-	stmts		text[];
-	r			record;
+	copied		oid[] := ARRAY(SELECT t.relid FROM @extschema@.flake_migrate_online_tables(cols, target) t);
+	stmts		text[] := '{}';
+	adds		text[];
+	validate	text;
 BEGIN
 	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
-	stmts := ARRAY[format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
-						  (SELECT string_agg(t::regclass::text, ', ' ORDER BY o) FROM unnest(touched) WITH ORDINALITY u(t, o)))];
-	SELECT stmts || coalesce(array_agg(format('ALTER TABLE %s DROP CONSTRAINT %I', f.conrelid::regclass, f.old_name)), '{}')
-	INTO stmts FROM @extschema@.flake_migrate_online_foreign_keys(cols) f;
+	SELECT stmts || coalesce(array_agg(s.stmt ORDER BY s.o1, s.o2), '{}') INTO stmts FROM (
+		SELECT 0 AS o1, 0 AS o2, format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', t.shadow, col) AS stmt
+		FROM @extschema@.flake_migrate_online_tables(cols, target) t WHERE t.relid = tbl
+		UNION ALL
+		SELECT 1, d.objid, format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, t.shadow, a.attname)
+		FROM @extschema@.flake_migrate_online_tables(cols, target) t
+		JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+						AND d.refobjid = t.relid AND d.refobjsubid > 0 AND d.deptype = 'a'
+		JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+		JOIN pg_attribute a ON a.attrelid = t.relid AND a.attnum = d.refobjsubid
+		WHERE NOT (t.relid = tbl AND a.attnum = key.key_attnum)) s;
 	SELECT stmts || coalesce(array_agg(s.detail ORDER BY o), '{}') INTO stmts
 	FROM unnest(@extschema@.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
 												 key.default_oid, key.default_seqs)) WITH ORDINALITY s(action, detail, run, counted, o)
 	WHERE s.run;
-	FOR r IN
-		SELECT c.relid, string_agg(format('DROP COLUMN %I', c.old_name), ', ' ORDER BY c.attnum) AS drops,
-			   array_agg(format('ALTER TABLE %s RENAME COLUMN %I TO %I', c.relid::regclass, c.new_name, c.old_name)
-						 || CASE WHEN c.notnull
-							THEN format('; ALTER TABLE %s ALTER COLUMN %I SET NOT NULL; ALTER TABLE %1$s DROP CONSTRAINT %3$I',
-										c.relid::regclass, c.old_name,
-										@extschema@.flake_migrate_online_name(c.new_name, '_not_null')) ELSE '' END
-						 || coalesce(format('; COMMENT ON COLUMN %s.%I IS ', c.relid::regclass, c.old_name)
-									 || quote_literal(col_description(c.relid, c.attnum)), '')
-						 ORDER BY c.attnum) AS renames
-		FROM @extschema@.flake_migrate_online_columns(cols) c
-		GROUP BY c.relid ORDER BY c.relid
-	LOOP
-		stmts := stmts || format('DROP TRIGGER zz_flake_migrate_sync ON %s', r.relid::regclass)
-					   || format('ALTER TABLE %s %s', r.relid::regclass, r.drops) || r.renames;
-	END LOOP;
-	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts FROM @extschema@.flake_migrate_online_indexes(cols) x;
-	SELECT stmts || coalesce(array_agg(f.swap_sql), '{}') INTO stmts FROM @extschema@.flake_migrate_online_foreign_keys(cols) f;
-	stmts := stmts || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator);
-	RETURN array_to_string(stmts, '; ');
+
+	-- the foreign keys on and into the copied tables, as they are
+	SELECT stmts || coalesce(array_agg(format('ALTER TABLE %s DROP CONSTRAINT %I', f.conrelid::regclass, f.conname) ORDER BY f.oid)
+							 FILTER (WHERE f.conrelid <> ALL (copied)), '{}'),
+		   coalesce(array_agg(format('ALTER TABLE %s ADD CONSTRAINT %I %s%s', f.conrelid::regclass, f.conname, pg_get_constraintdef(f.oid),
+									 CASE WHEN f.convalidated THEN ' NOT VALID' ELSE '' END)
+							  || coalesce(format('; COMMENT ON CONSTRAINT %I ON %s IS %L', f.conname, f.conrelid::regclass,
+												 obj_description(f.oid, 'pg_constraint')), '')
+							  ORDER BY f.oid), '{}'),
+		   string_agg(format('(%L::regclass, %L)', f.conrelid::regclass, f.conname), ', ' ORDER BY f.oid) FILTER (WHERE f.convalidated)
+	INTO stmts, adds, validate
+	FROM pg_constraint f
+	WHERE f.contype = 'f' AND (f.conrelid = ANY (copied) OR f.confrelid = ANY (copied));
+
+	IF cardinality(copied) > 0 THEN
+		SELECT stmts || format('DROP TABLE %s', string_agg(t.rel || ', ' || t.log, ', ' ORDER BY t.relid DESC))
+				  || array_agg(format('ALTER TABLE %s RENAME TO %I; COMMENT ON TABLE %s IS %L', t.shadow,
+									  (SELECT c.relname FROM pg_class c WHERE c.oid = t.relid), t.rel, obj_description(t.relid, 'pg_class'))
+							   ORDER BY t.relid)
+		INTO stmts
+		FROM @extschema@.flake_migrate_online_tables(cols, target) t;
+	END IF;
+	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts FROM @extschema@.flake_migrate_online_indexes(cols, target) x;
+	SELECT stmts || coalesce(array_agg(pg_get_triggerdef(g.oid)
+									   || CASE g.tgenabled WHEN 'D' THEN format('; ALTER TABLE %s DISABLE TRIGGER %I', g.tgrelid::regclass, g.tgname)
+											WHEN 'R' THEN format('; ALTER TABLE %s ENABLE REPLICA TRIGGER %I', g.tgrelid::regclass, g.tgname)
+											WHEN 'A' THEN format('; ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', g.tgrelid::regclass, g.tgname)
+											ELSE '' END
+									   || coalesce(format('; COMMENT ON TRIGGER %I ON %s IS %L', g.tgname, g.tgrelid::regclass,
+														  obj_description(g.oid, 'pg_trigger')), '')
+									   ORDER BY g.tgrelid, g.tgname), '{}')
+	INTO stmts
+	FROM pg_trigger g
+	WHERE g.tgrelid = ANY (copied) AND NOT g.tgisinternal
+	  AND g.tgname NOT IN ('zz_flake_migrate_online_log', 'zz_flake_migrate_online_no_truncate');
+	-- the grants, in their order, after taking back any default privileges
+	SELECT stmts || coalesce(array_agg(s.stmt ORDER BY s.relid, s.o), '{}') INTO stmts FROM (
+		SELECT c.oid AS relid, 0::bigint AS o,
+			   format('REVOKE ALL ON %s FROM PUBLIC, %s', c.oid::regclass,
+					  (SELECT string_agg(DISTINCT r.grantee::regrole::text, ', ')
+					   FROM (SELECT c.relowner UNION SELECT g.grantee FROM pg_class sc, aclexplode(sc.relacl) g
+							 WHERE sc.oid = t.shadow_oid AND g.grantee <> 0) r(grantee))) AS stmt
+		FROM @extschema@.flake_migrate_online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
+		WHERE c.relacl IS NOT NULL
+		UNION ALL
+		SELECT c.oid, g.o, format('GRANT %s ON %s TO %s%s', g.privilege_type, c.oid::regclass,
+								  CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
+								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+		FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) WITH ORDINALITY g(grantor, grantee, privilege_type, is_grantable, o)
+		WHERE c.oid = ANY (copied)) s;
+	stmts := stmts || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator) || adds;
+	IF validate IS NOT NULL THEN
+		stmts := stmts || format('CREATE TABLE %I.%I (rel regclass, conname name); COMMENT ON TABLE %1$I.%2$I IS %3$L; INSERT INTO %1$I.%2$I VALUES %4$s',
+								 (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
+								 @extschema@.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate'),
+								 'flake_migrate_online: the foreign keys to validate', validate);
+	END IF;
+	RETURN stmts;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_swap(regclass, name, text, flake_migrate_column[], oid[]) IS
-	'online migration helper: the statements of the swap, run in one short transaction';
+COMMENT ON FUNCTION flake_migrate_online_swap_sql(regclass, name, text, flake_migrate_column[], text) IS
+	'online migration helper: the statements of the swap';
+
+--
+-- The swap, one transaction (the client's, with lock_timeout): lock the
+-- tables (ACCESS EXCLUSIVE on the key's table and those the migration
+-- changes, SHARE ROW EXCLUSIVE on those with foreign keys into them), check
+-- that every index has its copy, apply the rest of the logs, and run the
+-- statements of flake_migrate_online_swap_sql().
+--
+CREATE FUNCTION flake_migrate_online_swap(tbl regclass, col name, generator text, also text[])
+	RETURNS integer
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	key			record;
+	closure		record;
+	copied		oid[];
+	missing		text;
+	s			text;
+	n			integer := 0;
+BEGIN
+	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	SELECT * INTO closure
+	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum,
+										   @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also),
+										   generator = 'ulidflake_next', false, false);
+	copied := ARRAY(SELECT t.relid FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t);
+	FOR s IN
+		SELECT DISTINCT f.conrelid::regclass::text FROM pg_constraint f
+		WHERE f.contype = 'f' AND f.confrelid = ANY (copied) AND f.conrelid <> ALL (closure.touched)
+	LOOP
+		EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', s);
+	END LOOP;
+	SELECT string_agg(coalesce(x.index_name::text, t.rel), ', ') INTO missing
+	FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t
+	LEFT JOIN @extschema@.flake_migrate_online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
+	WHERE t.shadow_oid IS NULL OR t.log_oid IS NULL OR x.relid IS NOT NULL;
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'the copies of %, or their indexes, are not ready', missing
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'An index was added to a table while it was copied: run flake_migrate_online again.';
+	END IF;
+	FOR s IN SELECT a FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t, unnest(t.apply) a LOOP
+		EXECUTE s;
+	END LOOP;
+	FOREACH s IN ARRAY @extschema@.flake_migrate_online_swap_sql(tbl, col, generator, closure.cols, target) LOOP
+		EXECUTE s;
+		n := n + 1;
+	END LOOP;
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION flake_migrate_online_swap(regclass, name, text, text[]) IS
+	'online migration helper: the swap, in the caller''s transaction';
+
+--
+-- After the swap: validate the foreign keys added NOT VALID, and drop the
+-- list of them.  One transaction; a VALIDATE takes SHARE UPDATE EXCLUSIVE
+-- on the referencing table and ROW SHARE on the referenced one.
+--
+CREATE FUNCTION flake_migrate_online_validate(list regclass)
+	RETURNS integer
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r			record;
+	n			integer := 0;
+BEGIN
+	IF obj_description(list, 'pg_class') IS DISTINCT FROM 'flake_migrate_online: the foreign keys to validate' THEN
+		RAISE EXCEPTION '% is not a list of foreign keys of flake_migrate_online', list
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	FOR r IN EXECUTE format('SELECT rel, conname FROM %s', list) LOOP
+		IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = r.rel AND k.conname = r.conname AND NOT k.convalidated) THEN
+			EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', r.rel, r.conname);
+			n := n + 1;
+		END IF;
+	END LOOP;
+	EXECUTE format('DROP TABLE %s', list);
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION flake_migrate_online_validate(regclass) IS
+	'online migration helper: validate the foreign keys a swap added NOT VALID';
 
 ------------------------------------------------------------------------
 -- flake_migrate_online_plan() and flake_migrate_online_undo(): what the
@@ -441,31 +527,38 @@ COMMENT ON FUNCTION flake_migrate_online_swap(regclass, name, text, flake_migrat
 --
 -- The steps of an online migration that are left to do, after the checks:
 -- blocked steps (flake_migrate()'s dry run, then the online path's own)
--- and nothing else when something is in the way; a single done step when
--- the key has its generator already and no new column is left.
+-- and nothing else when something is in the way; the validation alone
+-- after a swap; a single done step when nothing is left.
 --
 CREATE FUNCTION flake_migrate_online_plan(tbl regclass, col name DEFAULT 'id',
 										  generator text DEFAULT 'flake_next',
 										  also text[] DEFAULT NULL)
 	RETURNS TABLE(step integer, phase text, rel regclass, action text, lock text,
-				  statement text, batch text, total bigint)
+				  statement text, batch text, total bigint, resume text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	list		regclass := to_regclass(format('%I.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
+											   @extschema@.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
 	key			record;
 	closure		record;
 	blocked		text[];
-	r			record;
 BEGIN
 	PERFORM @extschema@.flake_migrate_arguments(tbl, col, generator, false, NULL);
-	step := 0;
+	step := 0; rel := tbl;
 	IF EXISTS (SELECT FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 			   WHERE a.attrelid = tbl AND a.attname = col
-				 AND pg_get_expr(d.adbin, d.adrelid) ~ ('^(.*\.)?' || generator || '\(\)$'))
-	   AND NOT EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = tbl AND g.tgname = 'zz_flake_migrate_sync') THEN
-		step := 1; phase := 'done'; rel := tbl; action := 'note';
-		statement := format('%s.%I takes its ids from %s() already', tbl, col, generator);
+				 AND pg_get_expr(d.adbin, d.adrelid) ~ ('^(.*\.)?' || generator || '\(\)$')) THEN
+		IF list IS NOT NULL THEN
+			step := 1; phase := 'validate'; action := 'validate the foreign keys added NOT VALID';
+			lock := 'SHARE UPDATE EXCLUSIVE on the referencing tables, ROW SHARE on the referenced ones';
+			statement := format('SELECT @extschema@.flake_migrate_online_validate(%L)', list);
+		ELSE
+			step := 1; phase := 'done'; action := 'note';
+			statement := format('%s.%I takes its ids from %s() already', tbl, col, generator);
+		END IF;
 		RETURN NEXT;
 		RETURN;
 	END IF;
@@ -479,50 +572,41 @@ BEGIN
 											   @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also),
 											   generator = 'ulidflake_next', false, true);
 		SELECT array_agg(b.detail) INTO blocked
-		FROM unnest(@extschema@.flake_migrate_online_blockers(closure.cols)) b WHERE b.action = 'blocked';
+		FROM unnest(@extschema@.flake_migrate_online_blockers(closure.cols, target)) b WHERE b.action = 'blocked';
 	END IF;
 	IF blocked IS NOT NULL THEN
 		FOREACH statement IN ARRAY blocked LOOP
-			step := step + 1; phase := 'check'; rel := tbl; action := 'blocked';
+			step := step + 1; phase := 'check'; action := 'blocked';
 			RETURN NEXT;
 		END LOOP;
 		RETURN;
 	END IF;
 
-	FOR r IN
-		SELECT * FROM @extschema@.flake_migrate_online_prepare(
-			closure.cols, CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END)
+	FOR phase, rel, action, lock, statement, batch, total, resume IN
+		SELECT * FROM @extschema@.flake_migrate_online_prepare(closure.cols, target)
 	LOOP
 		step := step + 1;
-		SELECT r.phase, r.rel, r.action, r.lock, r.statement, r.batch, r.total
-		INTO phase, rel, action, lock, statement, batch, total;
 		RETURN NEXT;
 	END LOOP;
-	step := step + 1; phase := 'swap'; rel := tbl; action := 'swap the new columns in';
-	lock := 'ACCESS EXCLUSIVE on every table, a moment'; batch := NULL; total := NULL;
-	statement := @extschema@.flake_migrate_online_swap(tbl, col, generator, closure.cols, closure.touched);
+	step := step + 1; phase := 'swap'; rel := tbl; action := 'put the copies in the tables'' place';
+	lock := 'ACCESS EXCLUSIVE on every table changed, SHARE ROW EXCLUSIVE on those referencing them, a moment';
+	statement := format('SELECT @extschema@.flake_migrate_online_swap(%L, %L, %L, %L)', tbl, col, generator, also);
+	-- what it runs, for the dry run
+	batch := array_to_string(@extschema@.flake_migrate_online_swap_sql(tbl, col, generator, closure.cols, target), E';\n  ');
+	total := NULL; resume := NULL;
 	RETURN NEXT;
-
-	-- the backfill gave every row a new version, with an entry in each
-	-- index that stays: rebuild those, and vacuum the tables fully
-	lock := 'SHARE UPDATE EXCLUSIVE (CONCURRENTLY)';
-	FOR rel, statement IN
-		SELECT x.indrelid::regclass, format('REINDEX INDEX CONCURRENTLY %s', x.indexrelid::regclass)
-		FROM pg_index x
-		WHERE x.indrelid IN (SELECT c.relid FROM @extschema@.flake_migrate_online_columns(closure.cols) c)
-		  AND NOT EXISTS (SELECT FROM @extschema@.flake_migrate_online_columns(closure.cols) c
-						  LEFT JOIN pg_attribute n ON n.attrelid = c.relid AND n.attname = c.new_name
-						  WHERE c.relid = x.indrelid AND (c.attnum = ANY (x.indkey) OR n.attnum = ANY (x.indkey)))
-		ORDER BY x.indrelid, x.indexrelid
-	LOOP
-		step := step + 1; phase := 'cleanup'; action := 'rebuild an index';
+	IF EXISTS (SELECT FROM pg_constraint f
+			   WHERE f.contype = 'f' AND f.convalidated
+				 AND (f.conrelid IN (SELECT t.relid FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t)
+					  OR f.confrelid IN (SELECT t.relid FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t))) THEN
+		step := step + 1; phase := 'validate'; action := 'validate the foreign keys added NOT VALID';
+		lock := 'SHARE UPDATE EXCLUSIVE on the referencing tables, ROW SHARE on the referenced ones';
+		statement := format('SELECT @extschema@.flake_migrate_online_validate(%L)',
+							format('%I.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
+								   @extschema@.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
+		batch := NULL;
 		RETURN NEXT;
-	END LOOP;
-	FOR rel IN SELECT DISTINCT c.relid::regclass FROM @extschema@.flake_migrate_online_columns(closure.cols) c LOOP
-		step := step + 1; phase := 'cleanup'; action := 'vacuum'; lock := 'SHARE UPDATE EXCLUSIVE';
-		statement := format('VACUUM (ANALYZE) %s', rel);
-		RETURN NEXT;
-	END LOOP;
+	END IF;
 END
 $$;
 COMMENT ON FUNCTION flake_migrate_online_plan(regclass, name, text, text[]) IS
@@ -530,9 +614,8 @@ COMMENT ON FUNCTION flake_migrate_online_plan(regclass, name, text, text[]) IS
 
 --
 -- Undo an online migration that has not swapped yet: per table, one short
--- transaction drops the trigger and the new columns, with the indexes and
--- constraints on them (CASCADE: also the foreign keys of other tables into
--- them).  The old columns were never changed.
+-- transaction drops the triggers, the log and the copy.  The tables were
+-- never changed but for the triggers.
 --
 CREATE FUNCTION flake_migrate_online_undo(tbl regclass, col name DEFAULT 'id', also text[] DEFAULT NULL)
 	RETURNS TABLE(step integer, phase text, rel regclass, action text, lock text, statement text)
@@ -550,16 +633,16 @@ BEGIN
 										   true, false, true);
 	step := 0;
 	FOR rel, statement IN
-		SELECT c.relid::regclass,
-			   format('DROP TRIGGER IF EXISTS zz_flake_migrate_sync ON %s; ALTER TABLE %1$s %s', c.relid::regclass,
-					  string_agg(format('DROP COLUMN IF EXISTS %I CASCADE', c.new_name), ', ' ORDER BY c.attnum))
-		FROM @extschema@.flake_migrate_online_columns(closure.cols) c
-		WHERE EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = c.relid AND g.tgname = 'zz_flake_migrate_sync')
-		   OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.relid AND a.attname = c.new_name AND NOT a.attisdropped)
-		GROUP BY c.relid ORDER BY c.relid DESC
+		SELECT t.relid::regclass,
+			   format('DROP TRIGGER IF EXISTS zz_flake_migrate_online_log ON %s; DROP TRIGGER IF EXISTS zz_flake_migrate_online_no_truncate ON %1$s', t.rel)
+			   || coalesce('; DROP TABLE ' || t.log_oid::regclass::text, '') || coalesce('; DROP TABLE ' || t.shadow_oid::regclass::text, '')
+		FROM @extschema@.flake_migrate_online_tables(closure.cols, 'bigint') t
+		WHERE t.shadow_oid IS NOT NULL OR t.log_oid IS NOT NULL
+		   OR EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = t.relid AND g.tgname = 'zz_flake_migrate_online_log')
+		ORDER BY t.relid DESC
 	LOOP
-		step := step + 1; phase := 'undo'; action := 'drop the new columns and trigger';
-		lock := 'ACCESS EXCLUSIVE on the table and the tables of foreign keys into its new columns, a moment';
+		step := step + 1; phase := 'undo'; action := 'drop the copy, the log and the triggers';
+		lock := 'ACCESS EXCLUSIVE on the table, a moment';
 		RETURN NEXT;
 	END LOOP;
 END
