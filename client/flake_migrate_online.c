@@ -196,6 +196,8 @@ run_short(const Options *opt, const char *sql, const char *what)
 		}
 		say(opt, "  lock not free (try %ld of %ld), trying again\n", attempt, opt->retries);
 		sleep_ms(attempt < 20 ? 100 * attempt : 2000);
+		if (stopped)
+			fail(NULL, what);
 	}
 	run("RESET lock_timeout", "RESET lock_timeout");
 }
@@ -203,7 +205,8 @@ run_short(const Options *opt, const char *sql, const char *what)
 /*
  * Copy the rows of one table into its copy: batches of batch_size rows in
  * key order, each its own transaction, from the last key copied (resume
- * gives it when an earlier run stopped), with a progress line at most once
+ * gives it when an earlier run stopped) up to the largest key at the start
+ * (the log has the rows written since), with a progress line at most once
  * a second.
  */
 static void
@@ -212,6 +215,7 @@ run_copy(const Options *opt, const char *table, const char *insert,
 {
 	char		size[32];
 	char	   *last = NULL;
+	char	   *end;
 	long		done = 0;
 	long		batches = 0;
 	double		start = now_seconds();
@@ -225,15 +229,16 @@ run_copy(const Options *opt, const char *table, const char *insert,
 		last = strdup(PQgetvalue(res, 0, 0));
 		say(opt, "  copy %s: continuing after key %s\n", table, last);
 	}
+	end = PQgetisnull(res, 0, 1) ? NULL : strdup(PQgetvalue(res, 0, 1));
 	PQclear(res);
 	for (;;)
 	{
-		const char *bound_params[2] = {last, size};
+		const char *bound_params[3] = {last, size, end};
 		const char *insert_params[2];
 		char	   *next;
 		double		t;
 
-		res = query(bounds, 2, bound_params, "the next batch");
+		res = query(bounds, 3, bound_params, "the next batch");
 		if (stopped)
 			fail(NULL, "the copy");
 		if (PQgetisnull(res, 0, 0))
@@ -267,6 +272,7 @@ run_copy(const Options *opt, const char *table, const char *insert,
 			sleep_ms(opt->sleep_ms);
 	}
 	free(last);
+	free(end);
 	say(opt, "  copy %s: done, %ld rows in %ld batches in %.1f s\n", table, done, batches, now_seconds() - start);
 }
 

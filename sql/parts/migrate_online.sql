@@ -86,10 +86,12 @@ AS $$
 	-- read are deleted.  In one REPEATABLE READ transaction (or under the
 	-- swap's locks) they leave the shadow equal to the table as of its
 	-- snapshot, and running them again changes nothing more.
-	SELECT t.*, ARRAY[format('DELETE FROM %s s USING %s l WHERE s.%I = %s', t.shadow, t.log, t.batch_key, format(t.key_cast, 'l.k')),
+	SELECT t.*, CASE WHEN t.batch_key IS NOT NULL THEN ARRAY[format('DELETE FROM %s s USING %s l WHERE s.%I %s %s', t.shadow, t.log, t.batch_key,
+							 CASE WHEN t.key_cast <> '%s' AND target <> 'bigint' THEN 'OPERATOR(@extschema@.=)' ELSE '=' END,
+							 format(t.key_cast, 'l.k')),
 					  format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE %I IN (SELECT l.k FROM %s l)',
 							 t.shadow, t.inserts, t.copies, t.rel, t.batch_key, t.log),
-					  format('DELETE FROM %s', t.log)]
+					  format('DELETE FROM %s', t.log)] END
 	FROM (
 	SELECT c.oid AS relid, c.oid::regclass::text AS rel, s.shadow_name,
 		   format('%I.%I', c.relnamespace::regnamespace, s.shadow_name) AS shadow, sc.oid AS shadow_oid,
@@ -103,7 +105,10 @@ AS $$
 								   ELSE quote_ident(a.attname) END, ', ' ORDER BY a.attnum)
 			FROM pg_attribute a LEFT JOIN unnest(cols) u ON u.relid = a.attrelid AND u.attnum = a.attnum
 			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') AS copies,
-		   (SELECT string_agg(format('ALTER COLUMN %I TYPE %s USING CAST(CAST(%1$I AS bigint) AS %2$s)', a.attname, target),
+		   (SELECT string_agg(format('ALTER COLUMN %I TYPE %s USING CAST(CAST(%1$I AS bigint) AS %2$s)', a.attname, target)
+							  -- the key's sequence is the table's alone
+							  || CASE WHEN u.relid = cols[1].relid AND u.attnum = cols[1].attnum
+								 THEN format(', ALTER COLUMN %I DROP DEFAULT', a.attname) ELSE '' END,
 							  ', ' ORDER BY a.attnum)
 			FROM unnest(cols) u JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 			WHERE u.relid = c.oid AND u.changes) AS alters
@@ -172,6 +177,7 @@ BEGIN
 			(c.relreplident NOT IN ('d'), 'a replica identity other than the primary key'),
 			(c.reltablespace <> 0, 'a tablespace of its own'),
 			(c.reloftype <> 0, 'a typed table'),
+			(NOT has_schema_privilege(c.relnamespace, 'CREATE'), 'no CREATE privilege on its schema, for the copy'),
 			(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attacl IS NOT NULL), 'column privileges'),
 			(EXISTS (SELECT FROM aclexplode(c.relacl) g WHERE g.grantor <> c.relowner), 'privileges granted by another role'),
 			(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attidentity <> ''
@@ -289,14 +295,17 @@ BEGIN
 		indexed := EXISTS (SELECT FROM pg_index x WHERE x.indrelid = t.shadow_oid);
 		IF NOT indexed THEN
 			-- $1: the last key copied (NULL at first), $2 the last of this
-			-- batch; batch gives $2 from $1 and the batch size; resume
-			-- gives $1 when a copy stopped
+			-- batch; batch gives $2 from $1, the batch size and $3, the
+			-- last key to copy; resume gives the last key copied by a run
+			-- that stopped, and the last to copy: the table's largest key
+			-- now (later rows are in the log)
 			phase := 'copy'; action := 'copy the rows in batches'; lock := 'ACCESS SHARE, the rows of one batch';
 			statement := format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE (CAST($1 AS text) IS NULL OR %I > CAST(CAST($1 AS text) AS %s)) AND %5$I <= CAST(CAST($2 AS text) AS %6$s) ORDER BY %5$I',
 								t.shadow, t.inserts, t.copies, t.rel, t.batch_key, t.batch_type);
-			batch := format('SELECT CAST(max(%1$I) AS text) FROM (SELECT %1$I FROM %2$s WHERE CAST($1 AS text) IS NULL OR %1$I > CAST(CAST($1 AS text) AS %3$s) ORDER BY %1$I LIMIT CAST(CAST($2 AS text) AS bigint)) s',
+			batch := format('SELECT CAST(max(%1$I) AS text) FROM (SELECT %1$I FROM %2$s WHERE (CAST($1 AS text) IS NULL OR %1$I > CAST(CAST($1 AS text) AS %3$s)) AND %1$I <= CAST(CAST($3 AS text) AS %3$s) ORDER BY %1$I LIMIT CAST(CAST($2 AS text) AS bigint)) s',
 							t.batch_key, t.rel, t.batch_type);
-			resume := format('SELECT CAST(max(CAST(%I AS bigint)) AS text) FROM %s', t.batch_key, t.shadow);
+			resume := format('SELECT (SELECT CAST(max(CAST(%1$I AS bigint)) AS text) FROM %2$s), (SELECT CAST(max(%1$I) AS text) FROM %3$s)',
+							 t.batch_key, t.shadow, t.rel);
 			total := (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = t.relid);
 			RETURN NEXT;
 			batch := NULL; total := NULL; resume := NULL;
@@ -312,6 +321,9 @@ BEGIN
 				statement := r.create_sql;
 				RETURN NEXT;
 			END LOOP;
+		END IF;
+		IF NOT EXISTS (SELECT FROM pg_stats p WHERE p.schemaname = (SELECT c.relnamespace::regnamespace::name FROM pg_class c WHERE c.oid = t.relid)
+					   AND p.tablename = t.shadow_name) THEN
 			phase := 'analyze'; action := 'statistics of the copy'; lock := 'SHARE UPDATE EXCLUSIVE on the copy only';
 			statement := format('ANALYZE %s', t.shadow);
 			RETURN NEXT;
@@ -330,9 +342,8 @@ COMMENT ON FUNCTION flake_migrate_online_prepare(flake_migrate_column[], text) I
 	'online migration helper: the steps before the swap that are not done yet';
 
 --
--- The statements of the swap, in order: free the key's sequence from the
--- copy's default and move the other sequences the tables own to their
--- copies; detach the key as flake_migrate() does; drop the foreign keys of
+-- The statements of the swap, in order: move the sequences the tables own
+-- (but the key's) to their copies; detach the key as flake_migrate() does; drop the foreign keys of
 -- other tables into the copied ones; drop the tables and logs (RESTRICT:
 -- anything else that depends on them stops the swap); rename the copies,
 -- their indexes and constraints to the tables' names; give them the
@@ -354,17 +365,14 @@ DECLARE
 	validate	text;
 BEGIN
 	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
-	SELECT stmts || coalesce(array_agg(s.stmt ORDER BY s.o1, s.o2), '{}') INTO stmts FROM (
-		SELECT 0 AS o1, 0 AS o2, format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', t.shadow, col) AS stmt
-		FROM @extschema@.flake_migrate_online_tables(cols, target) t WHERE t.relid = tbl
-		UNION ALL
-		SELECT 1, d.objid, format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, t.shadow, a.attname)
+	SELECT stmts || coalesce(array_agg(s.stmt ORDER BY s.o), '{}') INTO stmts FROM (
+		SELECT d.objid AS o, format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, t.shadow, a.attname)
 		FROM @extschema@.flake_migrate_online_tables(cols, target) t
 		JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
 						AND d.refobjid = t.relid AND d.refobjsubid > 0 AND d.deptype = 'a'
 		JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
 		JOIN pg_attribute a ON a.attrelid = t.relid AND a.attnum = d.refobjsubid
-		WHERE NOT (t.relid = tbl AND a.attnum = key.key_attnum)) s;
+		WHERE NOT (t.relid = tbl AND a.attnum = key.key_attnum)) s(o, stmt);
 	SELECT stmts || coalesce(array_agg(s.detail ORDER BY o), '{}') INTO stmts
 	FROM unnest(@extschema@.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
 												 key.default_oid, key.default_seqs)) WITH ORDINALITY s(action, detail, run, counted, o)

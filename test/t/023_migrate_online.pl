@@ -1,10 +1,11 @@
 # The online migration (flake_migrate_online, sql/parts/migrate_online.sql):
 # a serial key with a child in another schema (a plain and a composite
 # foreign key) and an also => column, migrated while pgbench writes from
-# three clients, then every row and the schema compared with flake_migrate()
-# of a copy; an identity key to ulidflake; the command stopped after each
-# phase and by signals, then resumed; an unfinished migration undone; a
-# dry run; what the checks refuse; a non-owner refused.
+# three clients, then every row compared with a mirror the clients wrote
+# too and the schema with flake_migrate() of a copy; an identity key to
+# ulidflake, the command stopped in each phase by SIGINT or SIGKILL and
+# resumed; a server crash while it copies and while it swaps, then undone;
+# a dry run; what the checks refuse; a non-owner refused.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -34,57 +35,88 @@ sub online
 	return ($? >> 8, $out, $err);
 }
 
-# Tables in schema $s and $s_sales, with $n orders.
+# Tables in schema $s and $s_sales, with $n orders: a composite foreign
+# key, an also => column, a check, an index with INCLUDE, grants,
+# comments, triggers (one disabled) to carry over.
 sub make_tables
 {
 	my ($s, $n) = @_;
 	$node->safe_psql('postgres', qq{
 		CREATE SCHEMA $s; CREATE SCHEMA ${s}_sales;
-		CREATE TABLE $s.orders (id serial PRIMARY KEY, tenant int NOT NULL DEFAULT 1,
+		CREATE TABLE $s.orders (id serial PRIMARY KEY, tenant int NOT NULL DEFAULT 1 CHECK (tenant > 0),
 								placed timestamptz NOT NULL DEFAULT '2025-01-01', UNIQUE (tenant, id));
-		COMMENT ON COLUMN $s.orders.id IS 'the order';
+		COMMENT ON TABLE $s.orders IS 'orders'; COMMENT ON COLUMN $s.orders.id IS 'the order';
+		GRANT SELECT ON $s.orders TO PUBLIC;
 		CREATE TABLE ${s}_sales.lines (id bigserial PRIMARY KEY,
 			order_id int NOT NULL REFERENCES $s.orders ON DELETE CASCADE,
 			tenant int NOT NULL DEFAULT 1, qty int NOT NULL DEFAULT 1,
 			FOREIGN KEY (tenant, order_id) REFERENCES $s.orders (tenant, id));
 		CREATE INDEX ON ${s}_sales.lines (order_id DESC) INCLUDE (qty);
-		CREATE TABLE $s.notes (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, order_ref int, body text);
+		CREATE TRIGGER keep BEFORE UPDATE ON ${s}_sales.lines FOR EACH ROW EXECUTE FUNCTION public.keep();
+		CREATE TRIGGER unused AFTER INSERT ON ${s}_sales.lines FOR EACH ROW EXECUTE FUNCTION public.keep();
+		ALTER TABLE ${s}_sales.lines DISABLE TRIGGER unused;
+		CREATE TABLE $s.notes (id bigserial PRIMARY KEY, order_ref int, body text);
 		INSERT INTO $s.orders (tenant) SELECT 1 + n % 3 FROM generate_series(1, $n) n;
 		INSERT INTO ${s}_sales.lines (order_id, tenant, qty) SELECT id, tenant, l FROM $s.orders, generate_series(1, 2) l;
 		INSERT INTO $s.notes (order_ref, body) SELECT id, 'n' || id FROM $s.orders WHERE id % 2 = 0;
 	});
 }
 
-# A checksum of every column of the rows that were there before, by name,
-# so that the order of the columns does not count.
+# A count and checksum of every column of every row of orders and lines,
+# in schemas $o and $l.
 sub rows_of
 {
-	my ($s, $max) = @_;
+	my ($o, $l) = @_;
 	return $node->safe_psql('postgres', qq{
-		SELECT (SELECT count(*) || ' ' || md5(string_agg(concat_ws('|', id, tenant, placed), ',' ORDER BY id))
-				FROM $s.orders WHERE id <= $max)
-			|| ' ' || (SELECT md5(string_agg(concat_ws('|', id, order_id, tenant, qty), ',' ORDER BY id))
-					   FROM ${s}_sales.lines WHERE order_id <= $max)
-			|| ' ' || (SELECT md5(string_agg(concat_ws('|', id, order_ref, body), ',' ORDER BY id))
-					   FROM $s.notes WHERE order_ref <= $max)});
+		SELECT (SELECT count(*) || ' ' || md5(string_agg(concat_ws('|', id, tenant, placed), ',' ORDER BY id)) FROM $o.orders)
+			|| ' ' || (SELECT count(*) || ' ' || md5(string_agg(concat_ws('|', id, order_id, tenant, qty), ',' ORDER BY id)) FROM $l.lines)});
 }
 
 # pg_dump --schema-only of two schemas, with their names made neutral and
-# each line on its own, sorted: the online path adds the new columns at
-# the end of a table, so only the order of the columns may differ.
+# the lines sorted (the objects' oids differ).
 sub schema_of
 {
 	my ($s) = @_;
 	my $dump = `$pg_dump --schema-only -n $s -n ${s}_sales '$db'`;
 	$dump =~ s/\b${s}_sales\b/S_sales/g;
 	$dump =~ s/\b$s\b/S/g;
-	return join("\n", sort map { s/,$//r } grep { /\S/ && !/^--|^\\(un)?restrict / } split /\n/, $dump);
+	return join("\n", sort grep { /\S/ && !/^--|^\\(un)?restrict / } split /\n/, $dump);
 }
 
+# A session that holds a lock until released: the command waits in the
+# phase that needs it, and is stopped there.
+sub hold
+{
+	my ($lock) = @_;
+	my ($in, $out) = ("BEGIN; $lock; SELECT 'held';\n", '');
+	my $h = IPC::Run::start([ 'psql', '-XAtq', '-d', $db ], '<', \$in, '>', \$out, '2>', \my $err);
+	$h->pump until $out =~ /held/;
+	return sub { $in .= "ROLLBACK;\n\\q\n"; eval { $h->finish }; };
+}
+
+# The command started with @args, once it waits for a lock.
+sub start_waiting
+{
+	my ($o, $e) = ('', '');
+	my $h = IPC::Run::start([ $client, '-d', $db, @_ ], '>', \$o, '2>', \$e);
+	$node->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_stat_activity
+										   WHERE application_name = 'flake_migrate_online' AND wait_event_type = 'Lock'})
+	  or die "the command does not wait: $o $e";
+	$h->pump_nb until $o =~ /\n  (lock not free|copy .*: continuing)/ || $o =~ /^step \d+ \([^\n]*\n\z/m;
+	return ($h, \$o, \$e);
+}
+
+$node->safe_psql('postgres', q{CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END'});
 make_tables('app', 2000);
 make_tables('ofl', 2000);
-my $before = rows_of('app', 2000);
-is(rows_of('ofl', 2000), $before, 'the copy has the same rows');
+is(rows_of('ofl', 'ofl_sales'), rows_of('app', 'app_sales'), 'the copy has the same rows');
+# a mirror of app's orders and lines, written with them
+$node->safe_psql('postgres', q{
+	CREATE SCHEMA mir;
+	CREATE TABLE mir.orders AS SELECT id::bigint, tenant, placed FROM app.orders;
+	CREATE TABLE mir.lines AS SELECT id, order_id::bigint, tenant, qty FROM app_sales.lines;
+	ALTER TABLE mir.lines ADD PRIMARY KEY (id);
+});
 
 # a dry run: every step with its lock, nothing changed
 my ($rc, $out, $err) = online([ '-t', 'app.orders', '-a', 'app.notes.order_ref', '--dry-run' ]);
@@ -92,20 +124,21 @@ is($rc, 0, 'dry run exits 0');
 my $steps = () = $out =~ /^step \d+/mg;
 my $locks = () = $out =~ /^  lock: /mg;
 ok($steps >= 15 && $steps == $locks, "dry run prints $steps steps, each with its lock");
-like($out, qr/swap.*\n  lock: ACCESS EXCLUSIVE on every table/, 'the swap and its lock are shown');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_attribute WHERE attname LIKE '%\_\_flake'}),
+like($out, qr/\(swap: .*\n  lock: ACCESS EXCLUSIVE on every table.*\n.*\n  which runs:\n(.*\n)*?  DROP TABLE /, 'the swap, its lock and its statements are shown');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE '%\_\_flake\_%'}),
 	'0', 'the dry run changed nothing');
 
-# the online migration while three clients write: orders with lines,
-# updates of those lines, reads
+# the online migration while three clients write, each statement to app's
+# tables and to the mirror: orders with lines, updates of lines, changes
+# of their key, deletes, reads
 my $script = $node->basedir . '/writes.sql';
 append_to_file($script, q{
 \set t random(1, 3)
-BEGIN;
-WITH o AS (INSERT INTO app.orders (tenant) VALUES (:t) RETURNING id, tenant)
-INSERT INTO app_sales.lines (order_id, tenant) SELECT id, tenant FROM o;
-UPDATE app_sales.lines SET qty = qty + 1 WHERE id = currval('app_sales.lines_id_seq');
-COMMIT;
+\set k random(1, 4000)
+WITH o AS (INSERT INTO app.orders (tenant) VALUES (:t) RETURNING *), l AS (INSERT INTO app_sales.lines (order_id, tenant) SELECT id, tenant FROM o RETURNING *), m AS (INSERT INTO mir.orders SELECT * FROM o) INSERT INTO mir.lines SELECT * FROM l;
+WITH x AS (UPDATE app_sales.lines SET qty = qty + 1 WHERE id = :k RETURNING id, qty) UPDATE mir.lines m SET qty = x.qty FROM x WHERE m.id = x.id;
+WITH x AS (UPDATE app_sales.lines SET id = id + 1000000 WHERE id = :k + 1 RETURNING id) UPDATE mir.lines m SET id = x.id FROM x WHERE m.id = x.id - 1000000;
+WITH x AS (DELETE FROM app_sales.lines WHERE id = :k + 2 RETURNING id) DELETE FROM mir.lines m USING x WHERE m.id = x.id;
 SELECT count(*) FROM app_sales.lines l JOIN app.orders o ON o.id = l.order_id WHERE o.id > 1990;
 });
 my ($bench_out, $bench_err) = ('', '');
@@ -120,7 +153,7 @@ $node->poll_query_until('postgres', 'SELECT count(*) > 2050 FROM app.orders')
   or die 'pgbench does not write';
 ($rc, $out, $err) = online([ '-t', 'app.orders', '-a', 'app.notes.order_ref', '-b', '100', '--sleep', '20' ]);
 is($rc, 0, 'the online migration exits 0') or diag($out, $err);
-like($out, qr/backfill app\.orders: done/, 'it reports its progress');
+like($out, qr/copy app\.orders: done/, 'it reports its progress');
 # the writers go on after the swap, with flake ids, until stopped here
 $node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM app.orders WHERE id > 4294967296')
   or die 'pgbench does not write after the swap';
@@ -128,16 +161,14 @@ $bench->signal('KILL');
 $bench->finish;
 unlike($bench_err, qr/ERROR|abort/, 'no statement of the writers failed') or diag($bench_err);
 my $processed = $node->safe_psql('postgres', 'SELECT count(*) - 2000 FROM app.orders');
-
-is(rows_of('app', 2000), $before, 'the rows that were there are unchanged');
+ok($processed > 0, "$processed orders were written meanwhile");
+is(rows_of('app', 'app_sales'), rows_of('mir', 'mir'), 'every row is as the writers left it');
 $node->safe_psql('postgres', q{SELECT flake_migrate('ofl.orders', also => '{ofl.notes.order_ref}')});
-is(rows_of('ofl', 2000), $before, 'as after flake_migrate() of the copy');
+is(schema_of('app'), schema_of('ofl'), 'the schema is that of flake_migrate() of the copy');
 is( $node->safe_psql('postgres', q{
-		SELECT (SELECT count(*) FROM app.orders) - 2000,
-			   (SELECT count(*) FROM app_sales.lines l JOIN app.orders o ON o.id = l.order_id AND o.tenant = l.tenant) - 4000,
-			   (SELECT count(*) FROM app_sales.lines WHERE qty <> 2 AND order_id > 2000)}),
-	"$processed|$processed|0", "the $processed orders written meanwhile are there, each with its line, updated");
-is(schema_of('app'), schema_of('ofl'), 'the schema is that of flake_migrate() but for the order of columns');
+		SELECT count(*) FROM app.notes n JOIN app.orders o ON o.id = n.order_ref;
+		SELECT count(*) FROM pg_class WHERE relname LIKE '%\_\_flake\_%'}),
+	"1000\n0", 'the also => column holds the keys; nothing of the migration is left');
 is( $node->safe_psql('postgres', q{
 		INSERT INTO app.orders DEFAULT VALUES RETURNING id > (SELECT max(id) FROM app.orders WHERE id < 1000000)}),
 	't', 'new orders get flake ids');
@@ -145,9 +176,9 @@ is( $node->safe_psql('postgres', q{
 is($rc, 0, 'running it again after the end exits 0');
 like($out, qr/^done: .*flake_next\(\) already/m, 'and says it is done');
 
-# an identity key to ulidflake, stopped after each phase, then by SIGINT
-# and by SIGKILL during the backfill, then by a crash of the server, then
-# finished
+# an identity key to ulidflake, the command stopped in each phase by
+# SIGINT or SIGKILL while it waits for a lock that another session holds,
+# resumed each time, then finished
 $node->safe_psql('postgres', q{
 	CREATE TABLE tags (id int GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, name text);
 	CREATE TABLE tagged (tag_id int REFERENCES tags, n int PRIMARY KEY);
@@ -158,47 +189,36 @@ my $tags_before = $node->safe_psql('postgres',
 	q{SELECT md5(string_agg(concat_ws('|', t.id::bigint, t.name, g.n), ',' ORDER BY t.id)) FROM tags t JOIN tagged g ON g.tag_id = t.id});
 my $usable = q{
 	WITH t AS (INSERT INTO tags (name) VALUES ('new') RETURNING id)
-	INSERT INTO tagged SELECT id, -id FROM t RETURNING 1};
-for my $phase (qw(expand backfill analyze index constrain validate))
+	INSERT INTO tagged SELECT id, (SELECT least(min(n), 0) - 1 FROM tagged) FROM t RETURNING 1};
+my @ulid = ('-t', 'tags', '-g', 'ulidflake_next');
+my $signal = 'KILL';
+for my $stop (
+	[ create   => undef,      'LOCK tags IN ROW EXCLUSIVE MODE' ],
+	[ copy     => 'create',   'LOCK tags__flake_new IN SHARE MODE' ],
+	[ apply    => 'copy',     'LOCK tags__flake_new IN SHARE MODE' ],
+	[ index    => 'apply',    'LOCK tags__flake_new IN ROW EXCLUSIVE MODE' ],
+	[ analyze  => 'index',    'LOCK tags__flake_new IN SHARE MODE' ],
+	[ swap     => 'analyze',  'LOCK tags IN ACCESS SHARE MODE' ],
+	[ validate => 'swap',     'LOCK tagged IN SHARE MODE' ])
 {
-	($rc, $out, $err) = online([ '-t', 'tags', '-g', 'ulidflake_next', '--until', $phase ]);
-	is($rc, 0, "stopped after $phase") or diag($out, $err);
-	is($node->safe_psql('postgres', $usable), '1', "after $phase the tables are in use");
-	last if $phase eq 'backfill';
-}
-for my $signal (qw(INT KILL))
-{
-	my ($o, $e) = ('', '');
-	my $h = IPC::Run::start([ $client, '-d', $db, '-t', 'tags', '-g', 'ulidflake_next', '-b', '10', '--sleep', '100' ],
-		'>', \$o, '2>', \$e);
-	$h->pump while $o !~ /\(backfill: / && $h->pumpable;
+	my ($phase, $before, $lock) = @$stop;
+	if (defined $before)
+	{
+		($rc, $out, $err) = online([ @ulid, '--until', $before ]);
+		is($rc, 0, "resumed up to $before") or diag($out, $err);
+	}
+	my $release = hold($lock);
+	my ($h, $o, $e) = start_waiting(@ulid);
+	like($$o, qr/\($phase: [^\n]*\n(  (lock not free|copy .*: continuing)[^\n]*\n)*\z/, "the command waits in $phase");
+	$signal = $signal eq 'INT' ? 'KILL' : 'INT';
 	$h->signal($signal);
-	$h->finish;
-	is($h->result, 5, 'SIGINT: exits 5') if $signal eq 'INT';
-	like($e, qr/stopped during .*Run the same command again/s, 'and says how to go on') if $signal eq 'INT';
-	is($node->safe_psql('postgres', $usable), '1', "after SIG$signal the tables are in use");
+	eval { $h->finish };
+	is($h->result, 5, "SIGINT in $phase: exits 5") if $signal eq 'INT';
+	like($$e, qr/stopped during .*Run the same command again/s, 'and says how to go on') if $signal eq 'INT';
+	$release->();
+	is($node->safe_psql('postgres', $usable), '1', "after SIG$signal in $phase the tables are in use");
 }
-# a crash of the server during the backfill: the command loses its
-# connection (exit 1), the server recovers, the tables are in use
-{
-	my ($o, $e) = ('', '');
-	my $h = IPC::Run::start([ $client, '-d', $db, '-t', 'tags', '-g', 'ulidflake_next', '-b', '10', '--sleep', '100' ],
-		'>', \$o, '2>', \$e);
-	$h->pump while $o !~ /\(backfill: / && $h->pumpable;
-	$node->stop('immediate');
-	$h->finish;
-	is($h->result, 1, 'a server crash: exits 1');
-	like($e, qr/connection lost.*run the same command again/s, 'and says how to go on');
-	$node->start;
-	is($node->safe_psql('postgres', $usable), '1', 'after the crash the tables are in use');
-}
-for my $phase (qw(analyze index constrain validate))
-{
-	($rc, $out, $err) = online([ '-t', 'tags', '-g', 'ulidflake_next', '--until', $phase ]);
-	is($rc, 0, "resumed, stopped after $phase") or diag($out, $err);
-	is($node->safe_psql('postgres', $usable), '1', "after $phase the tables are in use");
-}
-($rc, $out, $err) = online([ '-t', 'tags', '-g', 'ulidflake_next' ]);
+($rc, $out, $err) = online([@ulid]);
 is($rc, 0, 'resumed to the end') or diag($out, $err);
 is( $node->safe_psql('postgres', q{
 		SELECT md5(string_agg(concat_ws('|', t.id::bigint, t.name, g.n), ',' ORDER BY t.id)) FROM tags t JOIN tagged g ON g.tag_id = t.id
@@ -207,8 +227,50 @@ is( $node->safe_psql('postgres', q{
 is( $node->safe_psql('postgres', q{
 		SELECT format_type(atttypid, NULL) || ' ' || attidentity::text FROM pg_attribute WHERE attrelid = 'tags'::regclass AND attname = 'id'
 		UNION ALL SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'tagged'::regclass AND attname = 'tag_id'
-		UNION ALL SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'tags'::regclass}),
-	"ulidflake \nulidflake\nulidflake_next()", 'tags.id is a ulidflake without identity, tagged.tag_id too');
+		UNION ALL SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'tags'::regclass
+		UNION ALL SELECT string_agg(conname || ' ' || convalidated, ',') FROM pg_constraint WHERE conrelid = 'tagged'::regclass AND contype = 'f'}),
+	"ulidflake \nulidflake\nulidflake_next()\ntagged_tag_id_fkey true",
+	'tags.id is a ulidflake without identity, tagged.tag_id too, its foreign key validated');
+
+# a crash of the server while the command copies, and while it waits to
+# swap: it loses its connection (exit 1), the server recovers, the tables
+# are in use; resumed; then undone: the schema as before
+$node->safe_psql('postgres', q{
+	CREATE TABLE und (id serial PRIMARY KEY, v int);
+	CREATE TABLE und_child (und_id int NOT NULL REFERENCES und, k int PRIMARY KEY);
+	INSERT INTO und (v) SELECT n FROM generate_series(1, 500) n;
+	INSERT INTO und_child SELECT id, id FROM und;
+});
+# pg_dump of some tables, without the lines that change at every run
+sub dump_of
+{
+	my ($pattern) = @_;
+	return join("\n", grep { !/^\\(un)?restrict / } split /\n/, `$pg_dump --schema-only -t '$pattern' '$db'`);
+}
+my $und_schema = dump_of('und*');
+my $und_usable = q{WITH t AS (INSERT INTO und (v) VALUES (0) RETURNING id) INSERT INTO und_child SELECT id, -id FROM t RETURNING 1};
+for my $stop ([ copy => 'create', 'LOCK und__flake_new IN SHARE MODE' ], [ swap => 'analyze', 'LOCK und IN ACCESS SHARE MODE' ])
+{
+	my ($phase, $before, $lock) = @$stop;
+	($rc, $out, $err) = online([ '-t', 'und', '--until', $before ]);
+	is($rc, 0, "und up to $before") or diag($out, $err);
+	my $release = hold($lock);
+	my ($h, $o, $e) = start_waiting('-t', 'und');
+	like($$o, qr/\($phase: /, "the command waits in $phase");
+	$node->stop('immediate');
+	eval { $h->finish };
+	$release->();
+	is($h->result, 1, "a server crash in $phase: exits 1");
+	like($$e, qr/connection lost.*run the same command again/s, 'and says how to go on');
+	$node->start;
+	is($node->safe_psql('postgres', $und_usable), '1', "after the crash in $phase the tables are in use");
+}
+($rc, $out, $err) = online([ '-t', 'und', '--undo' ]);
+is($rc, 0, 'undone') or diag($out, $err);
+$node->safe_psql('postgres', 'DELETE FROM und_child WHERE k < 0; DELETE FROM und WHERE v = 0');
+is(dump_of('und*'), $und_schema, 'the schema is as before');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE 'und%\_\_flake\_%'}),
+	'0', 'no copy or log is left');
 
 # a bigint key changes no type: only the swap, which detaches the
 # sequence; and randflake_next, widening an integer key
@@ -229,49 +291,26 @@ is( $node->safe_psql('postgres', q{
 		SELECT count(*), sum(v) FROM rnd}),
 	"randflake_next()\nflake_next()\n0\n300|45150", 'both have their generator, no sequence, every row');
 
-# undo: stopped after validate, undone, the schema as before
-$node->safe_psql('postgres', q{
-	CREATE TABLE und (id serial PRIMARY KEY, v int);
-	CREATE TABLE und_child (und_id int NOT NULL REFERENCES und, k int PRIMARY KEY);
-	INSERT INTO und (v) SELECT n FROM generate_series(1, 500) n;
-	INSERT INTO und_child SELECT id, id FROM und;
-});
-# pg_dump of some tables, without the lines that change at every run
-sub dump_of
-{
-	my ($pattern) = @_;
-	return join("\n", grep { !/^\\(un)?restrict / } split /\n/, `$pg_dump --schema-only -t '$pattern' '$db'`);
-}
-my $und_schema = dump_of('und*');
-($rc) = online([ '-t', 'und', '--until', 'validate' ]);
-is($rc, 0, 'und prepared up to the swap');
-($rc, $out, $err) = online([ '-t', 'und', '--undo' ]);
-is($rc, 0, 'undone') or diag($out, $err);
-is(dump_of('und*'), $und_schema, 'the schema is as before');
-
 # what the checks refuse: what flake_migrate() refuses, with the same
 # blocked text, and what only the online path cannot do
 $node->safe_psql('postgres', q{
 	CREATE TABLE viewed (id serial PRIMARY KEY); CREATE VIEW viewed_v AS SELECT id FROM viewed;
-	CREATE TABLE trig (id serial PRIMARY KEY, at timestamptz);
-	CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN NEW.at := now(); RETURN NEW; END';
-	CREATE TRIGGER touch BEFORE UPDATE ON trig FOR EACH ROW EXECUTE FUNCTION touch();
+	CREATE TABLE sec (id serial PRIMARY KEY); ALTER TABLE sec ENABLE ROW LEVEL SECURITY;
 });
 ($rc, undef, $err) = online([ '-t', 'viewed' ]);
 is($rc, 3, 'a view on the key: refused with exit code 3');
 my $offline = $node->safe_psql('postgres',
 	q{SELECT detail FROM flake_migrate('viewed', dry_run => true) WHERE action = 'blocked'});
 is($err, "blocked: $offline\n", 'with the blocked row of flake_migrate()');
-($rc, undef, $err) = online([ '-t', 'trig' ]);
-is($rc, 3, 'an UPDATE trigger: refused');
-like($err, qr/blocked: the batches that fill the new columns would run triggers.*trigger touch on public\.trig\b/, 'and why');
+($rc, undef, $err) = online([ '-t', 'sec' ]);
+is($rc, 3, 'row level security: refused');
+like($err, qr/blocked: objects that the online path cannot carry.*public\.sec: row level security/, 'and why');
 $node->safe_psql('postgres', 'CREATE TABLE heap (v int); CREATE TABLE ref (id serial PRIMARY KEY, w int)');
 $node->safe_psql('postgres', 'ALTER TABLE heap ADD COLUMN ref_id int REFERENCES ref');
 ($rc, undef, $err) = online([ '-t', 'ref' ]);
 is($rc, 3, 'a referencing table without a key for batches: refused');
-like($err, qr/blocked: tables without a key to fill them in batches.*Tables: public\.heap\b/, 'and which');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-								   WHERE a.attname LIKE '%\_\_flake' AND NOT a.attisdropped AND c.relkind = 'r'}),
+like($err, qr/blocked: tables without a key to copy them in batches.*Tables: public\.heap\b/, 'and which');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE '%\_\_flake\_%'}),
 	'0', 'nothing was changed by the refused runs');
 
 # a non-owner is refused before anything runs
@@ -282,7 +321,7 @@ $node->safe_psql('postgres', q{
 ($rc, undef, $err) = online([ '-t', 'owned' ], user => 'mallory');
 is($rc, 1, 'a non-owner: exit code 1');
 like($err, qr/must connect as the owner of table public\.owned, \S+ \(SQLSTATE 42501\)/, 'must be owner');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgname = 'zz_flake_migrate_sync'}),
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgname = 'zz_flake_migrate_online_log'}),
 	'0', 'and nothing changed');
 
 # a superuser is refused on another role's table: the table's code would
@@ -296,9 +335,13 @@ $node->safe_psql('postgres', q{
 ($rc, undef, $err) = online([ '-t', 'eves' ]);
 is($rc, 1, 'a superuser on another role\'s table: exit code 1');
 like($err, qr/must connect as the owner of table public\.eves, eve \(SQLSTATE 42501\)/, 'connect as the owner');
-($rc, undef, $err) = online([ '-t', 'eves', '--until', 'expand' ], user => 'eve');
+($rc, undef, $err) = online([ '-t', 'eves', '--until', 'create' ], user => 'eve');
+is($rc, 3, 'the owner without CREATE on the schema: refused');
+like($err, qr/public\.eves: no CREATE privilege on its schema/, 'the copy needs it');
+$node->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO eve');
+($rc, undef, $err) = online([ '-t', 'eves', '--until', 'create' ], user => 'eve');
 is($rc, 0, 'the owner connected as itself migrates it') or diag($err);
-is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'eves'::regclass AND tgname = 'zz_flake_migrate_sync'}),
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'eves'::regclass AND tgname = 'zz_flake_migrate_online_log'}),
 	'1', 'and it is under way');
 
 ($rc, $out) = online([ '--help' ]);
