@@ -77,7 +77,8 @@ COMMENT ON FUNCTION flake_migrate_online_name(name, text) IS
 --
 CREATE FUNCTION flake_migrate_online_tables(cols flake_migrate_column[], target text)
 	RETURNS TABLE(relid oid, rel text, shadow_name name, shadow text, shadow_oid oid, log text, log_oid oid,
-				  batch_key name, batch_type text, key_cast text, inserts text, copies text, alters text, apply text[])
+				  batch_key name, batch_type text, batch_index oid, key_cast text, inserts text, copies text, alters text,
+				  apply text[])
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -96,7 +97,7 @@ AS $$
 	SELECT c.oid AS relid, c.oid::regclass::text AS rel, s.shadow_name,
 		   format('%I.%I', c.relnamespace::regnamespace, s.shadow_name) AS shadow, sc.oid AS shadow_oid,
 		   format('%I.%I', c.relnamespace::regnamespace, s.log_name) AS log, lc.oid AS log_oid,
-		   k.attname AS batch_key, format_type(k.atttypid, k.atttypmod) AS batch_type,
+		   k.attname AS batch_key, format_type(k.atttypid, k.atttypmod) AS batch_type, k.indexrelid AS batch_index,
 		   CASE WHEN EXISTS (SELECT FROM unnest(cols) u WHERE u.relid = c.oid AND u.attnum = k.attnum AND u.changes)
 				THEN format('CAST(CAST(%%s AS bigint) AS %s)', target) ELSE '%s' END AS key_cast,
 		   (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
@@ -120,7 +121,7 @@ AS $$
 	LEFT JOIN pg_class lc ON lc.relnamespace = c.relnamespace AND lc.relname = s.log_name AND lc.relkind = 'r'
 						 AND obj_description(lc.oid, 'pg_class') = 'flake_migrate_online: the log of ' || c.oid
 	LEFT JOIN LATERAL (
-		SELECT ka.attnum, ka.attname, ka.atttypid, ka.atttypmod
+		SELECT x.indexrelid, ka.attnum, ka.attname, ka.atttypid, ka.atttypmod
 		FROM pg_index x
 		JOIN pg_attribute ka ON ka.attrelid = x.indrelid AND ka.attnum = x.indkey[0]
 		WHERE x.indrelid = c.oid AND x.indisunique AND x.indisvalid AND x.indnkeyatts = 1
@@ -227,11 +228,12 @@ COMMENT ON FUNCTION flake_migrate_online_blockers(flake_migrate_column[], text) 
 -- and CLUSTER mark.
 --
 CREATE FUNCTION flake_migrate_online_indexes(cols flake_migrate_column[], target text)
-	RETURNS TABLE(relid oid, index_name name, new_index text, new_exists boolean, create_sql text, swap_sql text)
+	RETURNS TABLE(relid oid, index_name name, new_index text, new_exists boolean, batch boolean, create_sql text, swap_sql text)
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT t.relid, ic.relname, format('%I.%I', ic.relnamespace::regnamespace, n.new_index), nc.oid IS NOT NULL,
+		   x.indexrelid = t.batch_index,
 		   format('CREATE %sINDEX %I ON %s USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END, n.new_index, t.shadow)
 		   || substr(d.def, length(d.prefix) + 1),
 		   CASE WHEN k.contype IN ('p', 'u')
@@ -271,6 +273,7 @@ DECLARE
 	t			record;
 	r			record;
 	indexed		boolean;
+	applied		boolean;
 BEGIN
 	FOR t IN SELECT * FROM @extschema@.flake_migrate_online_tables(cols, target) LOOP
 		rel := t.relid;
@@ -311,12 +314,21 @@ BEGIN
 			batch := NULL; total := NULL; resume := NULL;
 		END IF;
 		IF EXISTS (SELECT FROM @extschema@.flake_migrate_online_indexes(cols, target) x WHERE x.relid = t.relid AND NOT x.new_exists) THEN
-			-- the copy is of many snapshots: one of them, before any
-			-- unique index
-			phase := 'apply'; action := 'apply the log'; lock := 'ACCESS SHARE (REPEATABLE READ)';
-			statement := array_to_string(t.apply, '; ');
-			RETURN NEXT;
-			FOR r IN SELECT * FROM @extschema@.flake_migrate_online_indexes(cols, target) x WHERE x.relid = t.relid AND NOT x.new_exists LOOP
+			-- first the index of the key the batches went by, unique in
+			-- the copy as in each batch; then, since the copy is of many
+			-- snapshots, the log applied (which makes it the table of one)
+			-- before any other index, which may be unique
+			applied := false;
+			FOR r IN
+				SELECT * FROM @extschema@.flake_migrate_online_indexes(cols, target) x
+				WHERE x.relid = t.relid AND NOT x.new_exists ORDER BY x.batch DESC
+			LOOP
+				IF NOT r.batch AND NOT applied THEN
+					phase := 'apply'; action := 'apply the log'; lock := 'ACCESS SHARE (REPEATABLE READ)';
+					statement := array_to_string(t.apply, '; ');
+					RETURN NEXT;
+					applied := true;
+				END IF;
 				phase := 'index'; action := 'build an index of the copy'; lock := 'SHARE on the copy only';
 				statement := r.create_sql;
 				RETURN NEXT;
