@@ -196,6 +196,14 @@ BEGIN
 			 'the name of its copy or log is taken')) r(blocks, what)
 		WHERE c.oid = ANY (copied) AND r.blocks
 		UNION
+		SELECT format('%s: its columns or checks changed while it was copied (undo, then run again)', t.rel)
+		FROM @extschema@.flake_migrate_online_tables(cols, target) t
+		CROSS JOIN LATERAL (SELECT array_agg(a.attname) AS names FROM unnest(cols) u
+							JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+							WHERE u.relid = t.relid AND u.changes) n
+		WHERE t.shadow_oid IS NOT NULL
+		  AND @extschema@.flake_migrate_online_shape(t.relid, n.names) IS DISTINCT FROM @extschema@.flake_migrate_online_shape(t.shadow_oid, n.names)
+		UNION
 		SELECT format('index %s (an expression, a predicate or an operator class on a changing column)', x.indexrelid::regclass)
 		FROM unnest(cols) u
 		JOIN pg_index x ON x.indrelid = u.relid
@@ -354,6 +362,24 @@ COMMENT ON FUNCTION flake_migrate_online_prepare(flake_migrate_column[], text) I
 	'online migration helper: the steps before the swap that are not done yet';
 
 --
+-- The columns (with their types, but for those that change) and checks of
+-- a table, to compare a table with its copy.
+--
+CREATE FUNCTION flake_migrate_online_shape(rel oid, changing name[])
+	RETURNS text
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT string_agg(format('%I %s', a.attname, CASE WHEN a.attname = ANY (changing) THEN '' ELSE format_type(a.atttypid, a.atttypmod) END),
+					  ', ' ORDER BY a.attnum)
+		   || '; ' || coalesce((SELECT string_agg(k.conname || ' ' || pg_get_constraintdef(k.oid), ', ' ORDER BY k.conname)
+								FROM pg_constraint k WHERE k.conrelid = rel AND k.contype = 'c'), '')
+	FROM pg_attribute a WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
+$$;
+COMMENT ON FUNCTION flake_migrate_online_shape(oid, name[]) IS
+	'online migration helper: the columns and checks of a table, to compare it with its copy';
+
+--
 -- The statements of the swap, in order: move the sequences the tables own
 -- (but the key's) to their copies; detach the key as flake_migrate() does; drop the foreign keys of
 -- other tables into the copied ones; drop the tables and logs (RESTRICT:
@@ -494,6 +520,19 @@ BEGIN
 		RAISE EXCEPTION 'the copies of %, or their indexes, are not ready', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  HINT = 'An index was added to a table while it was copied: run flake_migrate_online again.';
+	END IF;
+	-- a column or check added or dropped meanwhile would be lost
+	SELECT string_agg(t.rel, ', ') INTO missing
+	FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t
+	CROSS JOIN LATERAL (SELECT array_agg(a.attname) AS names FROM unnest(closure.cols) u
+						JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+						WHERE u.relid = t.relid AND u.changes) c
+	WHERE @extschema@.flake_migrate_online_shape(t.relid, c.names)
+		  IS DISTINCT FROM @extschema@.flake_migrate_online_shape(t.shadow_oid, c.names);
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'the columns or checks of % changed while it was copied', missing
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Undo the migration (flake_migrate_online --undo) and run it again.';
 	END IF;
 	FOR s IN SELECT a FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t, unnest(t.apply) a LOOP
 		EXECUTE s;

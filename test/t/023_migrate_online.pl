@@ -237,7 +237,8 @@ is( $node->safe_psql('postgres', q{
 
 # a crash of the server while the command copies, and while it waits to
 # swap: it loses its connection (exit 1), the server recovers, the tables
-# are in use; resumed; then undone: the schema as before
+# are in use; resumed; a column added meanwhile; then undone: the schema as
+# before
 $node->safe_psql('postgres', q{
 	CREATE TABLE und (id serial PRIMARY KEY, v int);
 	CREATE TABLE und_child (und_id int NOT NULL REFERENCES und, k int PRIMARY KEY);
@@ -268,6 +269,13 @@ for my $stop ([ copy => 'create', 'LOCK und__flake_new IN SHARE MODE' ], [ swap 
 	$node->start;
 	is($node->safe_psql('postgres', $und_usable), '1', "after the crash in $phase the tables are in use");
 }
+# a column added meanwhile: the swap refuses, the tables as they are
+$node->safe_psql('postgres', 'ALTER TABLE und ADD COLUMN w int');
+($rc, $out, $err) = online([ '-t', 'und' ]);
+is($rc, 3, 'a column added during the migration: refused');
+like($err, qr/public\.und: its columns or checks changed while it was copied/, 'and says why');
+is($node->safe_psql('postgres', $und_usable), '1', 'the tables are in use');
+$node->safe_psql('postgres', 'ALTER TABLE und DROP COLUMN w');
 ($rc, $out, $err) = online([ '-t', 'und', '--undo' ]);
 is($rc, 0, 'undone') or diag($out, $err);
 $node->safe_psql('postgres', 'DELETE FROM und_child WHERE k < 0; DELETE FROM und WHERE v = 0');
@@ -326,6 +334,19 @@ is($rc, 1, 'a non-owner: exit code 1');
 like($err, qr/must connect as the owner of table public\.owned, \S+ \(SQLSTATE 42501\)/, 'must be owner');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgname = 'zz_flake_migrate_online_log'}),
 	'0', 'and nothing changed');
+
+# the log trigger writes only into a table of its own table's owner: a
+# role cannot point it at another role's table
+$node->safe_psql('postgres', q{
+	CREATE TABLE victim_log (k int);
+	GRANT CREATE ON SCHEMA public TO mallory;
+	SET ROLE mallory;
+	CREATE TABLE mine (id int PRIMARY KEY);
+	CREATE TRIGGER t AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION flake_migrate_online_log('public.victim_log', 'id');
+});
+($rc, undef, $err) = $node->psql('postgres', 'SET ROLE mallory; INSERT INTO mine VALUES (1)');
+like($err, qr/flake_migrate_online_log\(\) needs a log table and a key column/, 'a log of another owner is refused');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM victim_log'), '0', 'and not written');
 
 # a superuser is refused on another role's table: the table's code would
 # run with its rights (an owner's index function could RESET ROLE after a
