@@ -27,6 +27,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -111,7 +112,12 @@ flake_migrate_online_log(PG_FUNCTION_ARGS)
 	log = log_open(rel, trigger, att->atttypid);
 	for (int i = 0; i < nkeys; i++)
 	{
-		HeapTuple	entry = heap_form_tuple(RelationGetDescr(log), &keys[i], &nulls[i]);
+		HeapTuple	entry;
+
+		/* a long key may be stored out of line, which the log cannot point at */
+		if (att->attlen == -1 && !nulls[i] && VARATT_IS_EXTERNAL(DatumGetPointer(keys[i])))
+			keys[i] = PointerGetDatum(detoast_external_attr((struct varlena *) DatumGetPointer(keys[i])));
+		entry = heap_form_tuple(RelationGetDescr(log), &keys[i], &nulls[i]);
 
 		simple_heap_insert(log, entry);
 		heap_freetuple(entry);

@@ -191,9 +191,10 @@ BEGIN
 					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)), 'an invalid index or one in a tablespace of its own'),
 			(EXISTS (SELECT FROM pg_class o WHERE o.relnamespace = c.relnamespace
 					 AND o.relname IN (@extschema@.flake_migrate_online_name(c.relname, '__flake_new'),
-									   @extschema@.flake_migrate_online_name(c.relname, '__flake_log'))
+									   @extschema@.flake_migrate_online_name(c.relname, '__flake_log'),
+									   @extschema@.flake_migrate_online_name(c.relname, '__flake_validate'))
 					 AND coalesce(obj_description(o.oid, 'pg_class'), '') NOT LIKE 'flake_migrate_online: % of ' || c.oid),
-			 'the name of its copy or log is taken')) r(blocks, what)
+			 'the name of its copy, log or list of foreign keys is taken')) r(blocks, what)
 		WHERE c.oid = ANY (copied) AND r.blocks
 		UNION
 		SELECT format('%s: its columns or checks changed while it was copied (undo, then run again)', t.rel)
