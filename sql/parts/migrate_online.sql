@@ -506,6 +506,18 @@ BEGIN
 	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum,
 										   @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also),
 										   generator = 'ulidflake_next', false, false);
+	-- applying the logs runs the tables' code (checks, generated columns):
+	-- only as their owner, logged in as such (as the client checks)
+	SELECT string_agg(c.oid::regclass::text, ', ') INTO missing
+	FROM pg_class c
+	WHERE c.oid = ANY (closure.touched)
+	  AND (c.relowner <> (SELECT r.oid FROM pg_roles r WHERE r.rolname = session_user)
+		   OR c.relowner <> (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user));
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'must be logged in as the owner of %', missing
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'The swap runs the code of the tables; connect as their owner.';
+	END IF;
 	copied := ARRAY(SELECT t.relid FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t);
 	FOR s IN
 		SELECT DISTINCT f.conrelid::regclass::text FROM pg_constraint f

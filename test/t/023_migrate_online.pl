@@ -367,6 +367,8 @@ $node->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO eve');
 is($rc, 0, 'the owner connected as itself migrates it') or diag($err);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'eves'::regclass AND tgname = 'zz_flake_migrate_online_log'}),
 	'1', 'and it is under way');
+($rc, undef, $err) = $node->psql('postgres', q{SELECT flake_migrate_online_swap('eves', 'id', 'flake_next', NULL)});
+like($err, qr/must be logged in as the owner of public\.eves/, 'the swap called by a superuser is refused too');
 
 ($rc, $out) = online([ '--help' ]);
 is($rc, 0, '--help exits 0');
