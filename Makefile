@@ -4,14 +4,19 @@
 #               (make and make install also build and install the client
 #               program flake_migrate_online, from client/)
 #   make test   build, install and run the whole suite
-#   make bench  benchmarks (test/bench; MAJOR=18 in that major's chroot)
+#   make bench  benchmarks (test/bench; PG_MAJOR=18 on PostgreSQL 18, in
+#               make matrix's chroot where apt here has no postgresql-18)
 #   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
 #   make check-citus  flake on a Citus cluster (test/t/060_citus.pl) against
 #               this PostgreSQL, with Citus installed (see test/citus)
 #   make bench-online   flake_migrate_online on 10M + 10M rows under a steady
 #               pgbench load, against flake_migrate (test/bench/online)
 #   make matrix the suite on every PostgreSQL major, in Debian chroots
-#               (MAJORS="17 18" for some; see test/matrix)
+#               (PG_MAJORS="17 18" for some; see test/matrix)
+#
+# demo, test, bench, bench-migrate, bench-online and check-citus build and
+# run against PG_CONFIG's PostgreSQL when it is set, else against Debian's
+# postgresql-$(PG_MAJOR), by default this Debian suite's (test/lib.sh)
 #   make indent lay out the C sources as PostgreSQL's pgindent does
 #               (make check-indent: fail where they are not; test/indent)
 #   make installcheck  pg_regress and isolation against a running server
