@@ -311,7 +311,7 @@ assign_randflake_secret(const char *newval, void *extra)
 							fingerprint_or_none(randflake_secret),
 							fingerprint_or_none(secret)),
 					 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, and ids made under the two keys are distinct only by chance."),
-					 errhint("Decode ids made before with randflake_decode(id, old key).")));
+					 errhint("Decode ids made before with randflake_decode(id, '\\x<old key>').")));
 		}
 	}
 	randflake_secret = secret;
