@@ -140,6 +140,8 @@ check-structure: all
 	$(FLAKE_SRC)/test/check-structure
 check-meta:
 	$(FLAKE_SRC)/test/check-meta
+check-majors:
+	$(FLAKE_SRC)/test/check-majors
 
 # The suite's lists, one word per line, for scripts that run the same tests
 # another way (test/fuzz/valgrind)
@@ -194,7 +196,7 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: client install-client uninstall-client clean-client bench-online dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: client install-client uninstall-client clean-client bench-online dist packages check-meta check-majors list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake test/unit/test_keyscan
