@@ -19,6 +19,10 @@ CREATE FUNCTION ulidflake_send(ulidflake) RETURNS bytea
 	AS 'int8send' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ulidflake_send(ulidflake) IS 'binary output of a ulidflake, as an int8';
 
+-- In the string category, as its text form is: a quoted literal where
+-- overloads for ulidflake and bigint meet (flake_timestamp('02N1X2KCSDK1S'))
+-- is taken as a ulidflake instead of being ambiguous.  No implicit cast
+-- comes with it; text stays the preferred type of the category.
 CREATE TYPE ulidflake (
 	INPUT = ulidflake_in,
 	OUTPUT = ulidflake_out,
@@ -27,7 +31,8 @@ CREATE TYPE ulidflake (
 	INTERNALLENGTH = 8,
 	PASSEDBYVALUE,
 	ALIGNMENT = double,
-	STORAGE = plain
+	STORAGE = plain,
+	CATEGORY = 'S'
 );
 
 COMMENT ON TYPE ulidflake IS 'Ulid-Flake id: 43-bit milliseconds since 2024 and 20 bits of entropy, as 13 Crockford Base32 characters';

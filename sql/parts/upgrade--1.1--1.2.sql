@@ -10,6 +10,11 @@ REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION flake_lease_info() TO pg_monitor;
 GRANT SELECT ON flake_leases TO pg_monitor;
 
+-- ulidflake in the string category (1.2), as CREATE TYPE ... CATEGORY = 'S'
+-- in sql/parts/flake.sql: flake_timestamp('02N1X2KCSDK1S') resolves to the
+-- ulidflake overload.  ALTER TYPE cannot change the category.
+UPDATE pg_catalog.pg_type SET typcategory = 'S' WHERE oid = '@extschema@.ulidflake'::pg_catalog.regtype;
+
 -- flake_guard() checks only ids new to the table (1.2)
 COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication brings new into the table (inserted, or set by an update) when they were made on this server''s own nodes; arguments: the key columns';
 
