@@ -297,3 +297,15 @@ CREATE FUNCTION flake_guard() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
 COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication brings new into the table (inserted, or set by an update) when they were made on this server''s own nodes; arguments: the key columns';
 
+
+------------------------------------------------------------------------
+-- flake_internal: the helpers of flake_migrate() and of the online
+-- migration (sql/parts/migrate.sql, migrate_online.sql), which users do
+-- not call: out of the extension's schema, so that \df flake* lists what
+-- users call.  The owners' sessions call them (flake_migrate() is SECURITY
+-- INVOKER), hence USAGE for PUBLIC; CREATE is the extension owner's alone.
+------------------------------------------------------------------------
+
+CREATE SCHEMA flake_internal;
+COMMENT ON SCHEMA flake_internal IS 'internal helpers of flake_migrate() and the online migration; not for direct use';
+GRANT USAGE ON SCHEMA flake_internal TO PUBLIC;

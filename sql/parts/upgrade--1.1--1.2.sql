@@ -2,7 +2,9 @@
 -- flake 1.1 to 1.2
 --
 -- The migration functions are replaced whole: the old ones are dropped
--- here and sql/parts/migrate.sql, appended by make, creates the new ones.
+-- here and sql/parts/migrate.sql, appended by make, creates the new ones,
+-- the helpers among them in the new schema flake_internal (an upgrade part
+-- after 1.2 drops them there).
 ------------------------------------------------------------------------
 
 -- flake_leases: for pg_monitor, not only superusers
@@ -32,6 +34,11 @@ DROP FUNCTION flake_migrate_rekey_query(regclass, name, text, name, bigint, text
 DROP FUNCTION flake_rekey_claim(bigint, bigint, boolean);
 DROP TYPE flake_migrate_step;
 DROP TYPE flake_migrate_column;
+
+-- the helpers go to a schema of their own (sql/parts/flake.sql)
+CREATE SCHEMA flake_internal;
+COMMENT ON SCHEMA flake_internal IS 'internal helpers of flake_migrate() and the online migration; not for direct use';
+GRANT USAGE ON SCHEMA flake_internal TO PUBLIC;
 
 -- The servers (system identifiers) this database was created on: pg_dump
 -- dumps the rows and pg_upgrade keeps the table, so a database carried to
