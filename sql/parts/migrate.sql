@@ -33,6 +33,11 @@ CREATE TYPE flake_internal.flake_migrate_step AS (
 	as_owner_of regclass
 );
 COMMENT ON TYPE flake_internal.flake_migrate_step IS 'a step of a flake_migrate() plan';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.action IS 'what kind of step: lock, alter type, rekey, note, blocked, ...';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.detail IS 'the statement, or the text of a note or of a blocked step';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.run IS 'false: a note, a blocked step, or a lock already taken';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.counted IS 'report the rows the statement touched';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.as_owner_of IS 'run the statement as the owner of this table; NULL: as the caller';
 
 -- A column that holds the key's values: the key or a referencing column.
 CREATE TYPE flake_internal.flake_migrate_column AS (
@@ -41,6 +46,9 @@ CREATE TYPE flake_internal.flake_migrate_column AS (
 	changes boolean
 );
 COMMENT ON TYPE flake_internal.flake_migrate_column IS 'a column whose values flake_migrate() changes';
+COMMENT ON COLUMN flake_internal.flake_migrate_column.relid IS 'the column''s table';
+COMMENT ON COLUMN flake_internal.flake_migrate_column.attnum IS 'the column''s number in its table';
+COMMENT ON COLUMN flake_internal.flake_migrate_column.changes IS 'its type changes, or its table is rewritten with new ids';
 
 --
 -- A statement or query on a table, run as the table's owner inside a

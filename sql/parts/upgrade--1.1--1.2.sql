@@ -11,6 +11,13 @@
 REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION flake_lease_info() TO pg_monitor;
 GRANT SELECT ON flake_leases TO pg_monitor;
+COMMENT ON COLUMN flake_leases.generator IS 'the family whose node this is: flake_next or randflake_next';
+COMMENT ON COLUMN flake_leases.node IS 'the node number';
+COMMENT ON COLUMN flake_leases.pid IS 'the backend that leased the node while it was free; NULL once it has exited';
+COMMENT ON COLUMN flake_leases.leased_at IS 'when that backend leased the node';
+COMMENT ON COLUMN flake_leases.last_issued IS 'the time of the last id issued on the node';
+COMMENT ON COLUMN flake_leases.issued IS 'ids issued on the node by all its holders since it was leased (a Randflake holder adds 256 at each reservation)';
+COMMENT ON COLUMN flake_leases.holders IS 'the number of backends that share the node';
 
 -- flake_guard() checks only ids new to the table (1.2)
 COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication brings new into the table (inserted, or set by an update) when they were made on this server''s own nodes; arguments: the key columns';
@@ -47,5 +54,6 @@ GRANT USAGE ON SCHEMA flake_internal TO PUBLIC;
 -- refuses to generate until the new server has taken them over.
 CREATE TABLE flake_origin (system_identifier bigint NOT NULL);
 COMMENT ON TABLE flake_origin IS 'the servers (system identifiers) whose ids this database may hold: flake generates only where flake.hwm covers them all';
+COMMENT ON COLUMN flake_origin.system_identifier IS 'the system identifier of a server (pg_control_system()) whose ids this database may hold';
 INSERT INTO flake_origin SELECT system_identifier FROM pg_control_system();
 SELECT pg_catalog.pg_extension_config_dump('flake_origin', '');
