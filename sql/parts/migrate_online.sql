@@ -23,16 +23,16 @@
 ------------------------------------------------------------------------
 
 -- copies every old column into its new one; arguments: 'old:new', ...
-CREATE FUNCTION flake_migrate_sync() RETURNS trigger
+CREATE FUNCTION flake_internal.flake_migrate_sync() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
-COMMENT ON FUNCTION flake_migrate_sync() IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_sync() IS
 	'trigger of an online migration: keep each new column (arguments old:new) equal to the old one while the application writes';
 
 --
 -- A name made of base and suffix that fits in a name (63 bytes): base is
 -- cut, whole characters at a time.
 --
-CREATE FUNCTION flake_migrate_online_name(base name, suffix text)
+CREATE FUNCTION flake_internal.flake_migrate_online_name(base name, suffix text)
 	RETURNS name
 	LANGUAGE sql IMMUTABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -42,7 +42,7 @@ AS $$
 	WHERE octet_length(left(base, n) || suffix) <= 63
 	LIMIT 1
 $$;
-COMMENT ON FUNCTION flake_migrate_online_name(name, text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_name(name, text) IS
 	'online migration helper: base with suffix, cut to fit a name';
 
 --
@@ -50,13 +50,13 @@ COMMENT ON FUNCTION flake_migrate_online_name(name, text) IS
 -- column each table's batches go by: its primary key, or else a unique
 -- index, if it is on one NOT NULL column.
 --
-CREATE FUNCTION flake_migrate_online_columns(cols flake_migrate_column[])
+CREATE FUNCTION flake_internal.flake_migrate_online_columns(cols flake_internal.flake_migrate_column[])
 	RETURNS TABLE(relid oid, attnum int2, old_name name, new_name name, notnull boolean,
 				  batch_key name, batch_type text)
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT u.relid, u.attnum, a.attname, @extschema@.flake_migrate_online_name(a.attname, '__flake'),
+	SELECT u.relid, u.attnum, a.attname, flake_internal.flake_migrate_online_name(a.attname, '__flake'),
 		   a.attnotnull, k.attname, format_type(k.atttypid, k.atttypmod)
 	FROM unnest(cols) u
 	JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
@@ -71,7 +71,7 @@ AS $$
 	WHERE u.changes
 	ORDER BY u.relid, u.attnum
 $$;
-COMMENT ON FUNCTION flake_migrate_online_columns(flake_migrate_column[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_columns(flake_internal.flake_migrate_column[]) IS
 	'online migration helper: the columns that change, their new columns, and the column each table is batched by';
 
 --
@@ -83,19 +83,19 @@ COMMENT ON FUNCTION flake_migrate_online_columns(flake_migrate_column[]) IS
 -- statistics, deferrable keys, SET NULL column lists, other operator
 -- classes).  Each is a blocked step.
 --
-CREATE FUNCTION flake_migrate_online_blockers(cols flake_migrate_column[])
-	RETURNS flake_migrate_step[]
+CREATE FUNCTION flake_internal.flake_migrate_online_blockers(cols flake_internal.flake_migrate_column[])
+	RETURNS flake_internal.flake_migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	found		@extschema@.flake_migrate_step[] := '{}';
+	found		flake_internal.flake_migrate_step[] := '{}';
 	list		text;
 BEGIN
 	SELECT string_agg(DISTINCT c.relid::regclass::text, ', ') INTO list
-	FROM @extschema@.flake_migrate_online_columns(cols) c WHERE c.batch_key IS NULL;
+	FROM flake_internal.flake_migrate_online_columns(cols) c WHERE c.batch_key IS NULL;
 	IF list IS NOT NULL THEN
-		found := found || @extschema@.flake_migrate_blocked(
+		found := found || flake_internal.flake_migrate_blocked(
 			'tables without a key to fill them in batches', '55000',
 			format('Tables: %s. The online path fills the new columns in batches by a primary key or unique index on one NOT NULL column.', list));
 	END IF;
@@ -115,7 +115,7 @@ BEGIN
 		FROM pg_class r
 		WHERE r.oid IN (SELECT c.relid FROM unnest(cols) c WHERE c.changes) AND r.relforcerowsecurity) s;
 	IF list IS NOT NULL THEN
-		found := found || @extschema@.flake_migrate_blocked(
+		found := found || flake_internal.flake_migrate_blocked(
 			'the batches that fill the new columns would run triggers or rules, or miss rows', '55000',
 			format('%s. Each batch updates its rows; row triggers on UPDATE (without a column list) and rules would act on them.', list));
 	END IF;
@@ -154,21 +154,21 @@ BEGIN
 		WHERE u.changes
 		UNION
 		SELECT format('column %s.%I exists already', c.relid::regclass, c.new_name)
-		FROM @extschema@.flake_migrate_online_columns(cols) c
+		FROM flake_internal.flake_migrate_online_columns(cols) c
 		JOIN pg_attribute a ON a.attrelid = c.relid AND a.attname = c.new_name AND NOT a.attisdropped
 		WHERE NOT EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = c.relid AND g.tgname = 'zz_flake_migrate_sync')) s;
 	IF list IS NOT NULL THEN
-		found := found || @extschema@.flake_migrate_blocked(
+		found := found || flake_internal.flake_migrate_blocked(
 			'objects on the changing columns that the online path cannot carry to the new columns', '0A000',
 			format('%s.', list));
 	END IF;
 	IF cardinality(found) > 0 THEN
-		found := found || ROW('note', 'flake_migrate() (offline) may still migrate these tables; or change the objects above first', false, false, NULL)::@extschema@.flake_migrate_step;
+		found := found || ROW('note', 'flake_migrate() (offline) may still migrate these tables; or change the objects above first', false, false, NULL)::flake_internal.flake_migrate_step;
 	END IF;
 	RETURN found;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_blockers(flake_migrate_column[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_blockers(flake_internal.flake_migrate_column[]) IS
 	'online migration helper: what the online path cannot do, as blocked steps';
 
 --
@@ -178,13 +178,13 @@ COMMENT ON FUNCTION flake_migrate_online_blockers(flake_migrate_column[]) IS
 -- swap: a primary key or unique constraint added USING INDEX under the old
 -- name, or the index renamed.
 --
-CREATE FUNCTION flake_migrate_online_indexes(cols flake_migrate_column[])
+CREATE FUNCTION flake_internal.flake_migrate_online_indexes(cols flake_internal.flake_migrate_column[])
 	RETURNS TABLE(relid oid, new_index name, new_valid boolean, create_sql text, swap_sql text)
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 	WITH m AS (
-		SELECT c.relid, c.attnum, c.new_name FROM @extschema@.flake_migrate_online_columns(cols) c
+		SELECT c.relid, c.attnum, c.new_name FROM flake_internal.flake_migrate_online_columns(cols) c
 	), ix AS (
 		SELECT DISTINCT x.indexrelid, x.indrelid, ic.relname, ic.relnamespace
 		FROM m JOIN pg_index x ON x.indrelid = m.relid AND m.attnum = ANY (x.indkey)
@@ -227,13 +227,13 @@ AS $$
 	JOIN pg_index x ON x.indexrelid = ix.indexrelid
 	JOIN pg_class ic ON ic.oid = ix.indexrelid
 	JOIN pg_am am ON am.oid = ic.relam
-	CROSS JOIN LATERAL (SELECT @extschema@.flake_migrate_online_name(ix.relname, '__flake') AS new_index) n
+	CROSS JOIN LATERAL (SELECT flake_internal.flake_migrate_online_name(ix.relname, '__flake') AS new_index) n
 	LEFT JOIN pg_class nc ON nc.relname = n.new_index AND nc.relnamespace = ix.relnamespace
 	LEFT JOIN pg_index nx ON nx.indexrelid = nc.oid
 	LEFT JOIN pg_constraint k ON k.conindid = ix.indexrelid AND k.conrelid = ix.indrelid AND k.contype IN ('p', 'u')
 	ORDER BY ix.indrelid, ix.relname
 $$;
-COMMENT ON FUNCTION flake_migrate_online_indexes(flake_migrate_column[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_indexes(flake_internal.flake_migrate_column[]) IS
 	'online migration helper: the indexes on the changing columns, how to copy them concurrently and swap the copies in';
 
 --
@@ -241,14 +241,14 @@ COMMENT ON FUNCTION flake_migrate_online_indexes(flake_migrate_column[]) IS
 -- of its copy on the new columns (same match, actions and deferral), added
 -- NOT VALID and validated if the old one is, and renamed at the swap.
 --
-CREATE FUNCTION flake_migrate_online_foreign_keys(cols flake_migrate_column[])
+CREATE FUNCTION flake_internal.flake_migrate_online_foreign_keys(cols flake_internal.flake_migrate_column[])
 	RETURNS TABLE(conrelid oid, old_name name, new_name name, new_exists boolean, new_valid boolean,
 				  validate boolean, add_sql text, swap_sql text)
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 	WITH m AS (
-		SELECT c.relid, c.attnum, c.new_name FROM @extschema@.flake_migrate_online_columns(cols) c
+		SELECT c.relid, c.attnum, c.new_name FROM flake_internal.flake_migrate_online_columns(cols) c
 	)
 	SELECT f.conrelid, f.conname, n.new_name, nf.oid IS NOT NULL, coalesce(nf.convalidated, false), f.convalidated,
 		   format('ALTER TABLE %s ADD CONSTRAINT %I FOREIGN KEY (%s) REFERENCES %s (%s)%s ON UPDATE %s ON DELETE %s%s NOT VALID',
@@ -273,14 +273,14 @@ AS $$
 		   || coalesce(format('; COMMENT ON CONSTRAINT %I ON %s IS ', f.conname, f.conrelid::regclass)
 					   || quote_literal(obj_description(f.oid, 'pg_constraint')), '')
 	FROM pg_constraint f
-	CROSS JOIN LATERAL (SELECT @extschema@.flake_migrate_online_name(f.conname, '__flake') AS new_name) n
+	CROSS JOIN LATERAL (SELECT flake_internal.flake_migrate_online_name(f.conname, '__flake') AS new_name) n
 	LEFT JOIN pg_constraint nf ON nf.conrelid = f.conrelid AND nf.conname = n.new_name
 	WHERE f.contype = 'f'
 	  AND (EXISTS (SELECT FROM m WHERE m.relid = f.conrelid AND m.attnum = ANY (f.conkey))
 		   OR EXISTS (SELECT FROM m WHERE m.relid = f.confrelid AND m.attnum = ANY (f.confkey)))
 	ORDER BY f.conrelid, f.conname
 $$;
-COMMENT ON FUNCTION flake_migrate_online_foreign_keys(flake_migrate_column[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_foreign_keys(flake_internal.flake_migrate_column[]) IS
 	'online migration helper: the foreign keys on or into the changing columns, how to copy them and swap the copies in';
 
 --
@@ -289,7 +289,7 @@ COMMENT ON FUNCTION flake_migrate_online_foreign_keys(flake_migrate_column[]) IS
 -- the NOT NULL checks and foreign keys NOT VALID, validate them.  Each
 -- step says the strongest lock it takes.
 --
-CREATE FUNCTION flake_migrate_online_prepare(cols flake_migrate_column[], target text)
+CREATE FUNCTION flake_internal.flake_migrate_online_prepare(cols flake_internal.flake_migrate_column[], target text)
 	RETURNS TABLE(phase text, rel regclass, action text, lock text, statement text, batch text, total bigint)
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -308,13 +308,13 @@ BEGIN
 			   string_agg(quote_ident(c.new_name), ', ' ORDER BY c.attnum) AS news,
 			   bool_and(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.relid AND a.attname = c.new_name AND NOT a.attisdropped)
 						AND EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = c.relid AND g.tgname = 'zz_flake_migrate_sync')) AS expanded
-		FROM @extschema@.flake_migrate_online_columns(cols) c
+		FROM flake_internal.flake_migrate_online_columns(cols) c
 		GROUP BY c.relid ORDER BY c.relid
 	LOOP
 		rel := t.relid;
 		IF NOT t.expanded THEN
 			phase := 'expand'; action := 'add columns and trigger'; lock := 'ACCESS EXCLUSIVE, a moment';
-			statement := format('ALTER TABLE %s %s; CREATE OR REPLACE TRIGGER zz_flake_migrate_sync BEFORE INSERT OR UPDATE ON %1$s FOR EACH ROW EXECUTE FUNCTION @extschema@.flake_migrate_sync(%3$s)',
+			statement := format('ALTER TABLE %s %s; CREATE OR REPLACE TRIGGER zz_flake_migrate_sync BEFORE INSERT OR UPDATE ON %1$s FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_sync(%3$s)',
 								t.relid::regclass, t.adds, t.args);
 			batch := NULL; total := NULL;
 			RETURN NEXT;
@@ -334,7 +334,7 @@ BEGIN
 		RETURN NEXT;
 	END LOOP;
 
-	FOR r IN SELECT * FROM @extschema@.flake_migrate_online_indexes(cols) x WHERE x.new_valid IS NOT TRUE LOOP
+	FOR r IN SELECT * FROM flake_internal.flake_migrate_online_indexes(cols) x WHERE x.new_valid IS NOT TRUE LOOP
 		rel := r.relid; phase := 'index'; lock := 'SHARE UPDATE EXCLUSIVE (CONCURRENTLY)';
 		IF r.new_valid IS NOT NULL THEN
 			-- an index build that stopped leaves an invalid index
@@ -347,8 +347,8 @@ BEGIN
 	END LOOP;
 
 	FOR r IN
-		SELECT c.relid, c.new_name, @extschema@.flake_migrate_online_name(c.new_name, '_not_null') AS check_name
-		FROM @extschema@.flake_migrate_online_columns(cols) c WHERE c.notnull
+		SELECT c.relid, c.new_name, flake_internal.flake_migrate_online_name(c.new_name, '_not_null') AS check_name
+		FROM flake_internal.flake_migrate_online_columns(cols) c WHERE c.notnull
 	LOOP
 		rel := r.relid; phase := 'constrain';
 		valid := (SELECT k.convalidated FROM pg_constraint k WHERE k.conrelid = r.relid AND k.conname = r.check_name);
@@ -363,7 +363,7 @@ BEGIN
 			RETURN NEXT;
 		END IF;
 	END LOOP;
-	FOR r IN SELECT * FROM @extschema@.flake_migrate_online_foreign_keys(cols) LOOP
+	FOR r IN SELECT * FROM flake_internal.flake_migrate_online_foreign_keys(cols) LOOP
 		rel := r.conrelid;
 		IF NOT r.new_exists THEN
 			phase := 'constrain'; action := 'add a foreign key'; lock := 'SHARE ROW EXCLUSIVE on both tables, a moment';
@@ -378,7 +378,7 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_prepare(flake_migrate_column[], text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_prepare(flake_internal.flake_migrate_column[], text) IS
 	'online migration helper: the steps before the swap that are not done yet';
 
 --
@@ -388,8 +388,8 @@ COMMENT ON FUNCTION flake_migrate_online_prepare(flake_migrate_column[], text) I
 -- old names, NOT NULL (the validated check spares the scan), the indexes
 -- and constraints their old names, and the key the generator's default.
 --
-CREATE FUNCTION flake_migrate_online_swap(tbl regclass, col name, generator text,
-										  cols flake_migrate_column[], touched oid[])
+CREATE FUNCTION flake_internal.flake_migrate_online_swap(tbl regclass, col name, generator text,
+										  cols flake_internal.flake_migrate_column[], touched oid[])
 	RETURNS text
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -399,13 +399,13 @@ DECLARE
 	stmts		text[];
 	r			record;
 BEGIN
-	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	stmts := ARRAY[format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
 						  (SELECT string_agg(t::regclass::text, ', ' ORDER BY o) FROM unnest(touched) WITH ORDINALITY u(t, o)))];
 	SELECT stmts || coalesce(array_agg(format('ALTER TABLE %s DROP CONSTRAINT %I', f.conrelid::regclass, f.old_name)), '{}')
-	INTO stmts FROM @extschema@.flake_migrate_online_foreign_keys(cols) f;
+	INTO stmts FROM flake_internal.flake_migrate_online_foreign_keys(cols) f;
 	SELECT stmts || coalesce(array_agg(s.detail ORDER BY o), '{}') INTO stmts
-	FROM unnest(@extschema@.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
+	FROM unnest(flake_internal.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
 												 key.default_oid, key.default_seqs)) WITH ORDINALITY s(action, detail, run, counted, o)
 	WHERE s.run;
 	FOR r IN
@@ -414,23 +414,23 @@ BEGIN
 						 || CASE WHEN c.notnull
 							THEN format('; ALTER TABLE %s ALTER COLUMN %I SET NOT NULL; ALTER TABLE %1$s DROP CONSTRAINT %3$I',
 										c.relid::regclass, c.old_name,
-										@extschema@.flake_migrate_online_name(c.new_name, '_not_null')) ELSE '' END
+										flake_internal.flake_migrate_online_name(c.new_name, '_not_null')) ELSE '' END
 						 || coalesce(format('; COMMENT ON COLUMN %s.%I IS ', c.relid::regclass, c.old_name)
 									 || quote_literal(col_description(c.relid, c.attnum)), '')
 						 ORDER BY c.attnum) AS renames
-		FROM @extschema@.flake_migrate_online_columns(cols) c
+		FROM flake_internal.flake_migrate_online_columns(cols) c
 		GROUP BY c.relid ORDER BY c.relid
 	LOOP
 		stmts := stmts || format('DROP TRIGGER zz_flake_migrate_sync ON %s', r.relid::regclass)
 					   || format('ALTER TABLE %s %s', r.relid::regclass, r.drops) || r.renames;
 	END LOOP;
-	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts FROM @extschema@.flake_migrate_online_indexes(cols) x;
-	SELECT stmts || coalesce(array_agg(f.swap_sql), '{}') INTO stmts FROM @extschema@.flake_migrate_online_foreign_keys(cols) f;
+	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts FROM flake_internal.flake_migrate_online_indexes(cols) x;
+	SELECT stmts || coalesce(array_agg(f.swap_sql), '{}') INTO stmts FROM flake_internal.flake_migrate_online_foreign_keys(cols) f;
 	stmts := stmts || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator);
 	RETURN array_to_string(stmts, '; ');
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_swap(regclass, name, text, flake_migrate_column[], oid[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_swap(regclass, name, text, flake_internal.flake_migrate_column[], oid[]) IS
 	'online migration helper: the statements of the swap, run in one short transaction';
 
 ------------------------------------------------------------------------
@@ -444,7 +444,7 @@ COMMENT ON FUNCTION flake_migrate_online_swap(regclass, name, text, flake_migrat
 -- and nothing else when something is in the way; a single done step when
 -- the key has its generator already and no new column is left.
 --
-CREATE FUNCTION flake_migrate_online_plan(tbl regclass, col name DEFAULT 'id',
+CREATE FUNCTION flake_internal.flake_migrate_online_plan(tbl regclass, col name DEFAULT 'id',
 										  generator text DEFAULT 'flake_next',
 										  also text[] DEFAULT NULL)
 	RETURNS TABLE(step integer, phase text, rel regclass, action text, lock text,
@@ -458,7 +458,7 @@ DECLARE
 	blocked		text[];
 	r			record;
 BEGIN
-	PERFORM @extschema@.flake_migrate_arguments(tbl, col, generator, false, NULL);
+	PERFORM flake_internal.flake_migrate_arguments(tbl, col, generator, false, NULL);
 	step := 0;
 	IF EXISTS (SELECT FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 			   WHERE a.attrelid = tbl AND a.attname = col
@@ -472,14 +472,14 @@ BEGIN
 	-- the same checks as flake_migrate(), through its dry run
 	SELECT array_agg(m.detail ORDER BY m.step) INTO blocked
 	FROM @extschema@.flake_migrate(tbl, col, generator, NULL, true, also) m WHERE m.action = 'blocked';
-	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	IF blocked IS NULL THEN
 		SELECT * INTO closure
-		FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum,
-											   @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also),
+		FROM flake_internal.flake_migrate_closure(tbl, col, key.key_attnum,
+											   flake_internal.flake_migrate_also(tbl, col, key.key_attnum, also),
 											   generator = 'ulidflake_next', false, true);
 		SELECT array_agg(b.detail) INTO blocked
-		FROM unnest(@extschema@.flake_migrate_online_blockers(closure.cols)) b WHERE b.action = 'blocked';
+		FROM unnest(flake_internal.flake_migrate_online_blockers(closure.cols)) b WHERE b.action = 'blocked';
 	END IF;
 	IF blocked IS NOT NULL THEN
 		FOREACH statement IN ARRAY blocked LOOP
@@ -490,7 +490,7 @@ BEGIN
 	END IF;
 
 	FOR r IN
-		SELECT * FROM @extschema@.flake_migrate_online_prepare(
+		SELECT * FROM flake_internal.flake_migrate_online_prepare(
 			closure.cols, CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END)
 	LOOP
 		step := step + 1;
@@ -500,7 +500,7 @@ BEGIN
 	END LOOP;
 	step := step + 1; phase := 'swap'; rel := tbl; action := 'swap the new columns in';
 	lock := 'ACCESS EXCLUSIVE on every table, a moment'; batch := NULL; total := NULL;
-	statement := @extschema@.flake_migrate_online_swap(tbl, col, generator, closure.cols, closure.touched);
+	statement := flake_internal.flake_migrate_online_swap(tbl, col, generator, closure.cols, closure.touched);
 	RETURN NEXT;
 
 	-- the backfill gave every row a new version, with an entry in each
@@ -509,8 +509,8 @@ BEGIN
 	FOR rel, statement IN
 		SELECT x.indrelid::regclass, format('REINDEX INDEX CONCURRENTLY %s', x.indexrelid::regclass)
 		FROM pg_index x
-		WHERE x.indrelid IN (SELECT c.relid FROM @extschema@.flake_migrate_online_columns(closure.cols) c)
-		  AND NOT EXISTS (SELECT FROM @extschema@.flake_migrate_online_columns(closure.cols) c
+		WHERE x.indrelid IN (SELECT c.relid FROM flake_internal.flake_migrate_online_columns(closure.cols) c)
+		  AND NOT EXISTS (SELECT FROM flake_internal.flake_migrate_online_columns(closure.cols) c
 						  LEFT JOIN pg_attribute n ON n.attrelid = c.relid AND n.attname = c.new_name
 						  WHERE c.relid = x.indrelid AND (c.attnum = ANY (x.indkey) OR n.attnum = ANY (x.indkey)))
 		ORDER BY x.indrelid, x.indexrelid
@@ -518,14 +518,14 @@ BEGIN
 		step := step + 1; phase := 'cleanup'; action := 'rebuild an index';
 		RETURN NEXT;
 	END LOOP;
-	FOR rel IN SELECT DISTINCT c.relid::regclass FROM @extschema@.flake_migrate_online_columns(closure.cols) c LOOP
+	FOR rel IN SELECT DISTINCT c.relid::regclass FROM flake_internal.flake_migrate_online_columns(closure.cols) c LOOP
 		step := step + 1; phase := 'cleanup'; action := 'vacuum'; lock := 'SHARE UPDATE EXCLUSIVE';
 		statement := format('VACUUM (ANALYZE) %s', rel);
 		RETURN NEXT;
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_plan(regclass, name, text, text[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_plan(regclass, name, text, text[]) IS
 	'the steps left of an online migration to flake ids (run by the flake_migrate_online program), or what blocks it';
 
 --
@@ -534,7 +534,7 @@ COMMENT ON FUNCTION flake_migrate_online_plan(regclass, name, text, text[]) IS
 -- constraints on them (CASCADE: also the foreign keys of other tables into
 -- them).  The old columns were never changed.
 --
-CREATE FUNCTION flake_migrate_online_undo(tbl regclass, col name DEFAULT 'id', also text[] DEFAULT NULL)
+CREATE FUNCTION flake_internal.flake_migrate_online_undo(tbl regclass, col name DEFAULT 'id', also text[] DEFAULT NULL)
 	RETURNS TABLE(step integer, phase text, rel regclass, action text, lock text, statement text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -543,17 +543,17 @@ DECLARE
 	key			record;
 	closure		record;
 BEGIN
-	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	SELECT * INTO closure
-	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum,
-										   @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also),
+	FROM flake_internal.flake_migrate_closure(tbl, col, key.key_attnum,
+										   flake_internal.flake_migrate_also(tbl, col, key.key_attnum, also),
 										   true, false, true);
 	step := 0;
 	FOR rel, statement IN
 		SELECT c.relid::regclass,
 			   format('DROP TRIGGER IF EXISTS zz_flake_migrate_sync ON %s; ALTER TABLE %1$s %s', c.relid::regclass,
 					  string_agg(format('DROP COLUMN IF EXISTS %I CASCADE', c.new_name), ', ' ORDER BY c.attnum))
-		FROM @extschema@.flake_migrate_online_columns(closure.cols) c
+		FROM flake_internal.flake_migrate_online_columns(closure.cols) c
 		WHERE EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = c.relid AND g.tgname = 'zz_flake_migrate_sync')
 		   OR EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.relid AND a.attname = c.new_name AND NOT a.attisdropped)
 		GROUP BY c.relid ORDER BY c.relid DESC
@@ -564,5 +564,5 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_undo(regclass, name, text[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_undo(regclass, name, text[]) IS
 	'the steps that undo an online migration to flake ids that has not swapped yet';

@@ -300,6 +300,17 @@ like($err, qr/must connect as the owner of table public\.eves, eve \(SQLSTATE 42
 is($rc, 0, 'the owner connected as itself migrates it') or diag($err);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'eves'::regclass AND tgname = 'zz_flake_migrate_sync'}),
 	'1', 'and it is under way');
+# ... and to the end, with the extension's helpers (in flake_internal)
+# called with the owner's rights (the copies of its indexes need CREATE on
+# the table's schema, as any CREATE INDEX)
+$node->safe_psql('postgres', 'INSERT INTO eves SELECT FROM generate_series(1, 3); GRANT CREATE ON SCHEMA public TO eve');
+($rc, undef, $err) = online([ '-t', 'eves' ], user => 'eve');
+is($rc, 0, 'the owner finishes it: swap and cleanup') or diag($err);
+is($node->safe_psql('postgres', q{
+	SELECT format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid), (SELECT count(*) FROM eves)
+	FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+	WHERE a.attrelid = 'eves'::regclass AND a.attname = 'id'}),
+	'bigint|flake_next()|3', 'eves.id is a bigint from flake_next(), every row kept');
 
 ($rc, $out) = online([ '--help' ]);
 is($rc, 0, '--help exits 0');
