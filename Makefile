@@ -4,14 +4,19 @@
 #               (make and make install also build and install the client
 #               program flake_migrate_online, from client/)
 #   make test   build, install and run the whole suite
-#   make bench  benchmarks (test/bench; MAJOR=18 in that major's chroot)
+#   make bench  benchmarks (test/bench; PG_MAJOR=18 on PostgreSQL 18, in
+#               make matrix's chroot where apt here has no postgresql-18)
 #   make bench-migrate  flake_migrate() on 1M + 1M rows (test/bench/migrate)
 #   make check-citus  flake on a Citus cluster (test/t/060_citus.pl) against
 #               this PostgreSQL, with Citus installed (see test/citus)
 #   make bench-online   flake_migrate_online on 10M + 10M rows under a steady
 #               pgbench load, against flake_migrate (test/bench/online)
 #   make matrix the suite on every PostgreSQL major, in Debian chroots
-#               (MAJORS="17 18" for some; see test/matrix)
+#               (PG_MAJORS="17 18" for some; see test/matrix)
+#
+# demo, test, bench, bench-migrate, bench-online and check-citus build and
+# run against PG_CONFIG's PostgreSQL when it is set, else against Debian's
+# postgresql-$(PG_MAJOR), by default this Debian suite's (test/lib.sh)
 #   make indent lay out the C sources as PostgreSQL's pgindent does
 #               (make check-indent: fail where they are not; test/indent)
 #   make installcheck  pg_regress and isolation against a running server
@@ -135,6 +140,12 @@ check-structure: all
 	$(FLAKE_SRC)/test/check-structure
 check-meta:
 	$(FLAKE_SRC)/test/check-meta
+# every SQL example of README.md and docs/*.md, run on a server of its own
+# from the installation (initdb, pg_ctl and psql on PATH)
+check-examples:
+	$(FLAKE_SRC)/test/check-examples
+check-majors:
+	$(FLAKE_SRC)/test/check-majors
 
 # The suite's lists, one word per line, for scripts that run the same tests
 # another way (test/fuzz/valgrind)
@@ -189,7 +200,7 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: client install-client uninstall-client clean-client bench-online dist packages check-meta list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
+.PHONY: client install-client uninstall-client clean-client bench-online dist packages check-meta check-examples check-majors list-regress list-isolation check-citus check-regress check-isolation check-tap prove_installcheck check-unit check-structure check-indent indent test matrix demo bench bench-migrate FORCE
 
 # C unit tests of the plain-C parts, against the vectors in test/data
 UNIT_TESTS = test/unit/test_randflake test/unit/test_keyscan

@@ -489,8 +489,7 @@ main(int argc, char **argv)
 	Options		opt;
 	PGresult   *res;
 	PGresult   *plan;
-	char	   *sql;
-	const char *schema;
+	const char *sql;
 	const char *params[4];
 	const char *keywords[3];
 	const char *values[3];
@@ -525,14 +524,12 @@ main(int argc, char **argv)
 	/* ADD CONSTRAINT USING INDEX says it renames the index: the plan says so */
 	run("SET client_min_messages = warning", "SET client_min_messages");
 
-	res = query("SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-				"WHERE e.extname = 'flake'", 0, NULL, "looking up the extension");
+	res = query("SELECT FROM pg_extension e WHERE e.extname = 'flake'", 0, NULL, "looking up the extension");
 	if (PQntuples(res) != 1)
 	{
 		fprintf(stderr, "flake_migrate_online: extension flake is not installed in this database\n");
 		return EXIT_ERROR;
 	}
-	schema = strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	check_owner(opt.table);
 
@@ -552,15 +549,13 @@ main(int argc, char **argv)
 	params[1] = opt.column;
 	params[2] = opt.undo ? opt.also : opt.generator;
 	params[3] = opt.also;
-	sql = malloc(strlen(schema) * 2 + 512);
+	/* the extension's helpers are in its schema flake_internal */
 	if (opt.undo)
-		sprintf(sql, "SELECT step, phase, rel::text, action, lock, statement, NULL, NULL, NULL "
-				"FROM %s.flake_migrate_online_undo(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), string_to_array($3, ','))",
-				schema);
+		sql = "SELECT step, phase, rel::text, action, lock, statement, NULL, NULL, NULL "
+			"FROM flake_internal.flake_migrate_online_undo(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), string_to_array($3, ','))";
 	else
-		sprintf(sql, "SELECT step, phase, rel::text, action, lock, statement, batch, total, resume "
-				"FROM %s.flake_migrate_online_plan(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), $3, string_to_array($4, ','))",
-				schema);
+		sql = "SELECT step, phase, rel::text, action, lock, statement, batch, total, resume "
+			"FROM flake_internal.flake_migrate_online_plan(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), $3, string_to_array($4, ','))";
 	plan = query(sql, opt.undo ? 3 : 4, params, "planning the migration");
 
 	for (int i = 0; i < PQntuples(plan); i++)

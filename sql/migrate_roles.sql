@@ -117,8 +117,9 @@ SELECT count(*) AS steps FROM flake_migrate('evil.by_predicate', rekey_from => '
 SELECT * FROM outcome();
 
 -- functions of the same names that take other types, where the owner may
--- create them (the extension's schema): flake_migrate's calls match its
--- own exactly
+-- create them (the extension's schema; the helpers themselves are in
+-- flake_internal, where only the extension's owner creates): flake_migrate
+-- calls its own
 GRANT CREATE ON SCHEMA public TO regress_flake_eve;
 SET ROLE regress_flake_eve;
 CREATE FUNCTION public.flake_migrate_read_as_owner(tbl oid, query text, flake_types boolean)
@@ -186,13 +187,13 @@ SELECT action FROM flake_migrate('evil.accounts') WHERE action LIKE '%constraint
 -- the declared types (42804)
 SET ROLE regress_flake_mallory;
 \set VERBOSITY sqlstate
-SELECT flake_migrate_as_owner('evil.orders', 'ALTER TABLE evil.orders OWNER TO regress_flake_mallory', false);
-SELECT * FROM flake_migrate_read_as_owner('evil.orders', 'SELECT count(*) FROM evil.orders', false) AS r(n bigint);
-SELECT flake_migrate_as_owner('evil.lines', 'CREATE TEMPORARY TABLE escape (n integer)', false);
-SELECT flake_migrate_as_owner('evil.lines', 'SET ROLE regress_flake_eve', false);
-SELECT * FROM flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n integer);
+SELECT flake_internal.flake_migrate_as_owner('evil.orders', 'ALTER TABLE evil.orders OWNER TO regress_flake_mallory', false);
+SELECT * FROM flake_internal.flake_migrate_read_as_owner('evil.orders', 'SELECT count(*) FROM evil.orders', false) AS r(n bigint);
+SELECT flake_internal.flake_migrate_as_owner('evil.lines', 'CREATE TEMPORARY TABLE escape (n integer)', false);
+SELECT flake_internal.flake_migrate_as_owner('evil.lines', 'SET ROLE regress_flake_eve', false);
+SELECT * FROM flake_internal.flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n integer);
 \set VERBOSITY default
-SELECT * FROM flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n bigint);
+SELECT * FROM flake_internal.flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n bigint);
 RESET ROLE;
 
 DROP FUNCTION outcome();

@@ -96,9 +96,9 @@ SELECT generator, pid = pg_backend_pid() AS mine, issued > 0 AS issued
 FROM flake_leases WHERE generator = 'randflake_next';
 
 -- the secret is the superuser's to read: a plain role sees nothing
-CREATE ROLE randflake_reader;
-GRANT SELECT ON randflake_ids TO randflake_reader;
-SET ROLE randflake_reader;
+CREATE ROLE regress_randflake_reader;
+GRANT SELECT ON randflake_ids TO regress_randflake_reader;
+SET ROLE regress_randflake_reader;
 -- (insufficient_privilege; the wording changes with the major)
 \set VERBOSITY sqlstate
 SHOW flake.randflake_secret;
@@ -111,12 +111,12 @@ SELECT randflake_sqlstate('SELECT randflake_key_fingerprint()') AS fingerprint_a
 SELECT randflake_key_fingerprint(decode('dffd6021bb2bd5b0af676290809ec3a5', 'hex')) AS fingerprint_of_a_key;
 RESET ROLE;
 -- EXECUTE can be granted
-GRANT EXECUTE ON FUNCTION randflake_decode(bigint) TO randflake_reader;
-SET ROLE randflake_reader;
+GRANT EXECUTE ON FUNCTION randflake_decode(bigint) TO regress_randflake_reader;
+SET ROLE regress_randflake_reader;
 SELECT (randflake_decode(4594531474933654033)).node AS node_with_grant;
 RESET ROLE;
-DROP OWNED BY randflake_reader;
-DROP ROLE randflake_reader;
+DROP OWNED BY regress_randflake_reader;
+DROP ROLE regress_randflake_reader;
 
 -- the superuser reads it; it cannot be set per session
 SHOW flake.randflake_secret;

@@ -83,6 +83,9 @@ GROUP BY node ORDER BY node;
 SELECT count(*) AS collisions FROM explicit_ids JOIN ids USING (id);
 SELECT flake_next(1024);
 SELECT flake_next(-1);
+-- a node of flake.rekey_nodes ('1016-1023'): this server's, kept for the
+-- ids of rekeys
+SELECT flake_next(1020);
 
 -- settings are fixed at server start; bad values are refused with the reason
 SET flake.node_bits = 8;
@@ -109,6 +112,7 @@ ALTER SYSTEM RESET ALL;
 -- errors carry their SQLSTATE
 SELECT q, sqlstate_of_query(q) FROM (VALUES
 	('SELECT flake_next(1024)'),
+	('SELECT flake_next(1020)'),
 	('SELECT flake_timestamp(-1)'),
 	($$SELECT flake_from_timestamp('2000-01-01')$$)) v(q);
 \set VERBOSITY sqlstate

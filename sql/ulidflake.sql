@@ -55,6 +55,22 @@ SELECT '00CMXB6TAK4SA'::ulidflake = 14246757444195114;
 \set VERBOSITY default
 SELECT pg_typeof('00CMXB6TAK4SA'::ulidflake::bigint);
 
+-- a quoted literal is a ulidflake where overloads for ulidflake and bigint
+-- meet (the type is in the string category); a number stays a bigint
+SELECT flake_timestamp('00CMXB6TAK4SA') AT TIME ZONE 'UTC' AS ulidflake_literal,
+       flake_timestamp('00cmxb6tak4sa') = flake_timestamp('00CMXB6TAK4SA'::ulidflake) AS same;
+SELECT flake_timestamp(175928847299117063) AT TIME ZONE 'UTC' AS bigint_number;
+SELECT flake_timestamp('175928847299117063');
+-- nothing else changes: no implicit cast to or from text, an unknown
+-- literal beside a ulidflake is a ulidflake, text is the category's
+-- preferred type
+\set VERBOSITY sqlstate
+SELECT '00CMXB6TAK4SA'::ulidflake = '00CMXB6TAK4SA'::text;
+SELECT CASE WHEN true THEN '00CMXB6TAK4SA'::ulidflake ELSE 'x'::text END;
+\set VERBOSITY default
+SELECT pg_typeof(u) FROM (SELECT '00CMXB6TAK4SA'::ulidflake AS u UNION ALL SELECT '00CMXB6TAK4SB') s LIMIT 1;
+SELECT pg_typeof('a' || '00CMXB6TAK4SA'::ulidflake), pg_typeof(upper('00CMXB6TAK4SA'));
+
 -- ulidflake_from_timestamp: smallest value of the millisecond
 SELECT ulidflake_from_timestamp('2024-01-01 00:00:00+00');
 SELECT ulidflake_from_timestamp('2024-01-01 00:00:00.0019+00') AS two_ms_floor,

@@ -7,6 +7,7 @@
  */
 #include "postgres.h"
 
+#include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -52,5 +53,20 @@ _PG_init(void)
 		randflake_add_shmem();
 		flake_wal_register();
 		MarkGUCPrefixReserved("flake");
+	}
+	else if (creating_extension)
+	{
+		/*
+		 * CREATE EXTENSION (or ALTER EXTENSION UPDATE) in a server that does
+		 * not preload flake loads the library here, in the session.  A
+		 * WARNING rather than a NOTICE: the extension is then installed but
+		 * half working, and a WARNING also reaches the server log
+		 * (log_min_messages) where an administrator sees it.
+		 */
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("flake is not loaded through shared_preload_libraries"),
+				 errdetail("Until it is, flake_next() and randflake_next() refuse to run, flake_leases stays empty, ulidflake_next() orders values within a session only, and the Randflake secret is hidden from other roles and from the log only in sessions that loaded flake."),
+				 errhint(FLAKE_PRELOAD_HINT)));
 	}
 }

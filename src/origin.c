@@ -21,6 +21,9 @@
  * the old server's files.  A check per
  * backend, not per id: the hot path stays as it was.
  *
+ * flake_extension_schema() also tells owner.c where the extension's types
+ * are.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -41,8 +44,8 @@
 #define FLAKE_ORIGIN_TABLE "flake_origin"
 
 /* The schema of the extension flake in this database, or InvalidOid. */
-static Oid
-extension_schema(void)
+Oid
+flake_extension_schema(void)
 {
 	Relation	rel;
 	ScanKeyData key;
@@ -71,7 +74,7 @@ extension_schema(void)
 void
 flake_origin_check(void)
 {
-	Oid			schema = extension_schema();
+	Oid			schema = flake_extension_schema();
 	Oid			relid;
 	Relation	rel;
 	SysScanDesc scan;

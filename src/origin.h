@@ -8,6 +8,7 @@
 #ifndef FLAKE_ORIGIN_H
 #define FLAKE_ORIGIN_H
 
+extern Oid	flake_extension_schema(void);
 extern void flake_origin_check(void);
 
 #endif							/* FLAKE_ORIGIN_H */

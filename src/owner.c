@@ -44,6 +44,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
+#include "origin.h"
 
 /* What running as the owner changed, to put back. */
 typedef struct OwnerContext
@@ -89,8 +90,7 @@ table_owner(Oid relid)
  * PostgreSQL's own index builds.
  */
 static void
-owner_begin(FunctionCallInfo fcinfo, Oid relid, bool flake_types,
-			OwnerContext *saved)
+owner_begin(Oid relid, bool flake_types, OwnerContext *saved)
 {
 	Oid			owner = table_owner(relid);
 	char	   *path;
@@ -103,9 +103,21 @@ owner_begin(FunctionCallInfo fcinfo, Oid relid, bool flake_types,
 				 errdetail("flake_migrate runs each statement on a table as the table's owner, so that the code of the table runs with the owner's rights."),
 				 errhint("Run flake_migrate as the owner of the tables, or as a member of their owners.")));
 
+	/*
+	 * The extension's schema, where the type and its operators are (these
+	 * functions are in flake_internal).
+	 */
 	if (flake_types)
+	{
+		Oid			schema = flake_extension_schema();
+
+		if (!OidIsValid(schema))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("extension \"flake\" is not installed in this database")));
 		path = psprintf("pg_catalog, %s, pg_temp",
-						quote_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid))));
+						quote_identifier(get_namespace_name(schema)));
+	}
 	else
 		path = "pg_catalog, pg_temp";
 
@@ -141,7 +153,7 @@ flake_migrate_as_owner(PG_FUNCTION_ARGS)
 	uint64		processed;
 	int			ret;
 
-	owner_begin(fcinfo, relid, PG_GETARG_BOOL(2), &saved);
+	owner_begin(relid, PG_GETARG_BOOL(2), &saved);
 	SPI_connect();
 	ret = SPI_execute(statement, false, 0);
 	if (ret < 0)
@@ -178,7 +190,7 @@ flake_migrate_read_as_owner(PG_FUNCTION_ARGS)
 									false, rsinfo->setDesc,
 									gettext_noop("query does not return the columns of its column definition list"));
 
-	owner_begin(fcinfo, relid, PG_GETARG_BOOL(2), &saved);
+	owner_begin(relid, PG_GETARG_BOOL(2), &saved);
 	SPI_connect();
 	SPI_execute_extended(query, &options);
 	SPI_finish();

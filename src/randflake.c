@@ -311,7 +311,7 @@ assign_randflake_secret(const char *newval, void *extra)
 							fingerprint_or_none(randflake_secret),
 							fingerprint_or_none(secret)),
 					 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, and ids made under the two keys are distinct only by chance."),
-					 errhint("Decode ids made before with randflake_decode(id, old key).")));
+					 errhint("Decode ids made before with randflake_decode(id, '\\x<old key>').")));
 		}
 	}
 	randflake_secret = secret;
@@ -373,9 +373,9 @@ server_key(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake.randflake_secret is not set"),
 				 errdetail("Randflake ids are encrypted with the server's secret key."),
-				 errhint("Set it to 32 hexadecimal digits, for example the output of \"openssl rand -hex 16\":\n"
-						 "ALTER SYSTEM SET flake.randflake_secret = '<32 hex digits>';\n"
-						 "SELECT pg_reload_conf();")));
+				 errhint("Add this line, with 32 hexadecimal digits such as the output of \"openssl rand -hex 16\", to postgresql.conf or to a file it includes that only the server can read, and reload (SELECT pg_reload_conf()):\n"
+						 "flake.randflake_secret = '<32 hex digits>'\n"
+						 "Avoid ALTER SYSTEM, which also writes the key into postgresql.auto.conf.")));
 	return &randflake_secret->schedule;
 }
 

@@ -61,10 +61,16 @@ refuse(const char *name, const char *value, const char *detail)
  * Fail a check hook, and remember the first failure while the settings are
  * being defined so that flake_settings_end() can refuse to go on.  value
  * is NULL for a setting whose value must not be shown.
+ *
+ * At server start the postmaster stops here, at once: returning false
+ * would have PostgreSQL log the value as a WARNING first, and the FATAL
+ * error of flake_settings_end() would report it a second time.
  */
 bool
 flake_reject_setting(const char *name, const char *value)
 {
+	if (defining_settings && process_shared_preload_libraries_in_progress)
+		refuse(name, value, GUC_check_errdetail_string ? GUC_check_errdetail_string : "");
 	if (defining_settings && rejected_name[0] == '\0')
 	{
 		strlcpy(rejected_name, name, sizeof(rejected_name));

@@ -120,8 +120,7 @@ flake_require_shared(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake is not loaded through shared_preload_libraries"),
 				 errdetail("The id generators keep their state in shared memory, which must be set up at server start."),
-				 errhint("Add this line to postgresql.conf and restart the server:\n"
-						 "shared_preload_libraries = 'flake'")));
+				 errhint(FLAKE_PRELOAD_HINT)));
 }
 
 /*

@@ -50,6 +50,13 @@ typedef struct FlakeShmemPart
 	void		(*raise) (const FlakeMarks *marks);
 } FlakeShmemPart;
 
+/*
+ * What to do when flake is not preloaded: add it to the libraries already
+ * listed, since a line of its own would replace them.
+ */
+#define FLAKE_PRELOAD_HINT \
+	"Add flake to shared_preload_libraries in postgresql.conf, after the libraries already listed (for example shared_preload_libraries = 'pg_stat_statements,flake'), and restart the server."
+
 extern FlakeSharedState *flake_shared;
 extern bool flake_recovery_checked;
 extern void flake_shmem_init(void);

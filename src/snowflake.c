@@ -371,9 +371,20 @@ flake_next_node(PG_FUNCTION_ARGS)
 	flake_refuse_in_recovery("flake_next(node)");
 
 	/*
-	 * The other nodes of the node space may be another server's: ids made on
-	 * them here could be the ones it makes.
+	 * The nodes of flake.rekey_nodes are this server's, but its rekeys give
+	 * their ids to existing rows: an id made on one now could be the one a
+	 * later rekey gives a row of the same millisecond.  The other nodes of
+	 * the node space may be another server's: ids made on them here could be
+	 * the ones it makes.  Both are a node this call may not take, as with a
+	 * node outside the space.
 	 */
+	if (nodes[node].node.id < 0 && snowflake_is_rekey_node(node))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("node %d is reserved for rekeys by flake.rekey_nodes", node),
+				 errdetail("flake_migrate() gives existing rows ids made on the nodes \"%s\"; an id generated on one of them could equal the id a rekey gives a row.",
+						   snowflake_rekey_nodes_string),
+				 errhint("Pass a node of flake.nodes (\"%s\").", snowflake_nodes_string)));
 	if (nodes[node].node.id < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

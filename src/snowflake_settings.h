@@ -24,6 +24,7 @@ extern char *snowflake_rekey_nodes_string;
 extern int	snowflake_max_borrow_ms;
 extern void snowflake_define_settings(void);
 extern void snowflake_check_settings(void);
+extern bool snowflake_is_rekey_node(int node);
 
 /*
  * The largest timestamp a flake_next() id holds, in milliseconds since

@@ -19,6 +19,10 @@ CREATE FUNCTION ulidflake_send(ulidflake) RETURNS bytea
 	AS 'int8send' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ulidflake_send(ulidflake) IS 'binary output of a ulidflake, as an int8';
 
+-- In the string category, as its text form is: a quoted literal where
+-- overloads for ulidflake and bigint meet (flake_timestamp('02N1X2KCSDK1S'))
+-- is taken as a ulidflake instead of being ambiguous.  No implicit cast
+-- comes with it; text stays the preferred type of the category.
 CREATE TYPE ulidflake (
 	INPUT = ulidflake_in,
 	OUTPUT = ulidflake_out,
@@ -27,7 +31,8 @@ CREATE TYPE ulidflake (
 	INTERNALLENGTH = 8,
 	PASSEDBYVALUE,
 	ALIGNMENT = double,
-	STORAGE = plain
+	STORAGE = plain,
+	CATEGORY = 'S'
 );
 
 COMMENT ON TYPE ulidflake IS 'Ulid-Flake id: 43-bit milliseconds since 2024 and 20 bits of entropy, as 13 Crockford Base32 characters';
@@ -274,6 +279,13 @@ COMMENT ON FUNCTION flake_lease_info() IS 'nodes held by backends: the rows of t
 CREATE VIEW flake_leases AS
 	SELECT generator, node, pid, leased_at, last_issued, issued, holders FROM flake_lease_info();
 COMMENT ON VIEW flake_leases IS 'nodes held by backends, with their last issued timestamp, count and number of holders';
+COMMENT ON COLUMN flake_leases.generator IS 'the family whose node this is: flake_next or randflake_next';
+COMMENT ON COLUMN flake_leases.node IS 'the node number';
+COMMENT ON COLUMN flake_leases.pid IS 'the backend that leased the node while it was free; NULL once it has exited';
+COMMENT ON COLUMN flake_leases.leased_at IS 'when that backend leased the node';
+COMMENT ON COLUMN flake_leases.last_issued IS 'the time of the last id issued on the node';
+COMMENT ON COLUMN flake_leases.issued IS 'ids issued on the node by all its holders since it was leased (a Randflake holder adds 256 at each reservation)';
+COMMENT ON COLUMN flake_leases.holders IS 'the number of backends that share the node';
 -- for monitoring roles, as pg_stat_statements' and pg_buffercache's views:
 -- the counts show how many ids every role's backends make, and the pids
 -- which backends; pg_monitor members read it, other roles are refused
@@ -288,6 +300,7 @@ GRANT SELECT ON flake_leases TO pg_monitor;
 -- refuses to generate until the new server has taken them over.
 CREATE TABLE flake_origin (system_identifier bigint NOT NULL);
 COMMENT ON TABLE flake_origin IS 'the servers (system identifiers) whose ids this database may hold: flake generates only where flake.hwm covers them all';
+COMMENT ON COLUMN flake_origin.system_identifier IS 'the system identifier of a server (pg_control_system()) whose ids this database may hold';
 INSERT INTO flake_origin SELECT system_identifier FROM pg_control_system();
 SELECT pg_catalog.pg_extension_config_dump('flake_origin', '');
 
@@ -297,3 +310,15 @@ CREATE FUNCTION flake_guard() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
 COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication brings new into the table (inserted, or set by an update) when they were made on this server''s own nodes; arguments: the key columns';
 
+
+------------------------------------------------------------------------
+-- flake_internal: the helpers of flake_migrate() and of the online
+-- migration (sql/parts/migrate.sql, migrate_online.sql), which users do
+-- not call: out of the extension's schema, so that \df flake* lists what
+-- users call.  The owners' sessions call them (flake_migrate() is SECURITY
+-- INVOKER), hence USAGE for PUBLIC; CREATE is the extension owner's alone.
+------------------------------------------------------------------------
+
+CREATE SCHEMA flake_internal;
+COMMENT ON SCHEMA flake_internal IS 'internal helpers of flake_migrate() and the online migration; not for direct use';
+GRANT USAGE ON SCHEMA flake_internal TO PUBLIC;

@@ -12,9 +12,10 @@
 -- anywhere undoes all of them.
 --
 -- The work is split along its phases into the flake_migrate_* helpers
--- below; flake_migrate() puts their steps into one plan and runs it.  All
--- are SECURITY INVOKER, and the caller must own each table it changes (or
--- be a member of its owner).  Every statement that reads or alters a
+-- below, in the schema flake_internal (out of the way of the user's
+-- functions and of \df); flake_migrate() puts their steps into one plan and
+-- runs it.  All are SECURITY INVOKER, and the caller must own each table
+-- it changes (or be a member of its owner).  Every statement that reads or alters a
 -- table runs as that table's owner, in a security-restricted operation
 -- (flake_migrate_as_owner, flake_migrate_read_as_owner): index
 -- expressions, CHECK constraints and policies are the owner's code, and
@@ -24,58 +25,68 @@
 ------------------------------------------------------------------------
 
 -- One step of a migration plan: a statement to run, a lock or a note.
-CREATE TYPE flake_migrate_step AS (
-	action text,			-- what kind of step: lock, alter type, rekey, note, ...
-	detail text,			-- the statement, or the text of a note
-	run boolean,			-- false: a note, or a lock already taken
-	counted boolean,		-- report the rows the statement touched
-	as_owner_of regclass	-- run as the owner of this table; NULL: as the caller
+CREATE TYPE flake_internal.flake_migrate_step AS (
+	action text,
+	detail text,
+	run boolean,
+	counted boolean,
+	as_owner_of regclass
 );
-COMMENT ON TYPE flake_migrate_step IS 'a step of a flake_migrate() plan';
+COMMENT ON TYPE flake_internal.flake_migrate_step IS 'a step of a flake_migrate() plan';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.action IS 'what kind of step: lock, alter type, rekey, note, blocked, ...';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.detail IS 'the statement, or the text of a note or of a blocked step';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.run IS 'false: a note, a blocked step, or a lock already taken';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.counted IS 'report the rows the statement touched';
+COMMENT ON COLUMN flake_internal.flake_migrate_step.as_owner_of IS 'run the statement as the owner of this table; NULL: as the caller';
 
 -- A column that holds the key's values: the key or a referencing column.
-CREATE TYPE flake_migrate_column AS (
+CREATE TYPE flake_internal.flake_migrate_column AS (
 	relid oid,
 	attnum int2,
-	changes boolean			-- its type changes, or its table is rewritten with new ids
+	changes boolean
 );
-COMMENT ON TYPE flake_migrate_column IS 'a column whose values flake_migrate() changes';
+COMMENT ON TYPE flake_internal.flake_migrate_column IS 'a column whose values flake_migrate() changes';
+COMMENT ON COLUMN flake_internal.flake_migrate_column.relid IS 'the column''s table';
+COMMENT ON COLUMN flake_internal.flake_migrate_column.attnum IS 'the column''s number in its table';
+COMMENT ON COLUMN flake_internal.flake_migrate_column.changes IS 'its type changes, or its table is rewritten with new ids';
 
 --
 -- A statement or query on a table, run as the table's owner inside a
 -- security-restricted operation with search_path pg_catalog, pg_temp (and
 -- the extension's schema between them with flake_types, for ALTER TABLE
 -- ... TYPE ulidflake), as PostgreSQL runs REINDEX (src/owner.c).  Open to
--- PUBLIC, as the other helpers are (see below): only a role that may SET
--- ROLE to the owner may use them, which gives it nothing it does not have.
--- Callers pass arguments of exactly these types, so that no function of
--- the same name that another role may have put in the extension's schema
--- matches the call better.
+-- PUBLIC, as the other helpers are (see the end of this file): only a role
+-- that may SET ROLE to the owner may use them, which gives it nothing it
+-- does not have.
 --
-CREATE FUNCTION flake_migrate_as_owner(tbl regclass, statement text, flake_types boolean)
+CREATE FUNCTION flake_internal.flake_migrate_as_owner(tbl regclass, statement text, flake_types boolean)
 	RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION flake_migrate_as_owner(regclass, text, boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_as_owner(regclass, text, boolean) IS
 	'flake_migrate() helper: run a statement as the owner of a table, in a security-restricted operation; returns the rows it processed';
-CREATE FUNCTION flake_migrate_read_as_owner(tbl regclass, query text, flake_types boolean)
+CREATE FUNCTION flake_internal.flake_migrate_read_as_owner(tbl regclass, query text, flake_types boolean)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION flake_migrate_read_as_owner(regclass, text, boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_read_as_owner(regclass, text, boolean) IS
 	'flake_migrate() helper: the rows of a query run as the owner of a table, in a security-restricted operation';
 
 --
--- A blocker found by a dry run, as a plan step: the error it would raise.
+-- A blocker found by a dry run, as a plan step: the error it would raise,
+-- with its detail and its hint, so that the dry run says what to do as the
+-- real run's error does.
 --
-CREATE FUNCTION flake_migrate_blocked(message text, sqlstate text, detail text)
-	RETURNS flake_migrate_step
+CREATE FUNCTION flake_internal.flake_migrate_blocked(message text, sqlstate text, detail text,
+													 hint text DEFAULT NULL)
+	RETURNS flake_internal.flake_migrate_step
 	LANGUAGE sql IMMUTABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT ROW('blocked', format('%s (SQLSTATE %s)', message, sqlstate) || coalesce('. ' || detail, ''),
-			   false, false, NULL)::@extschema@.flake_migrate_step
+	SELECT ROW('blocked', format('%s (SQLSTATE %s)', message, sqlstate)
+						  || coalesce('. ' || nullif(concat_ws(' ', detail, 'Hint: ' || hint), ''), ''),
+			   false, false, NULL)::flake_internal.flake_migrate_step
 $$;
-COMMENT ON FUNCTION flake_migrate_blocked(text, text, text) IS
-	'flake_migrate() helper: the step a dry run shows for an error that a real run would raise';
+COMMENT ON FUNCTION flake_internal.flake_migrate_blocked(text, text, text, text) IS
+	'flake_migrate() helper: the step a dry run shows for an error that a real run would raise, with its detail and hint';
 
 --
 -- Check that the caller owns a table, and lock it unless this is a dry run.
@@ -83,8 +94,8 @@ COMMENT ON FUNCTION flake_migrate_blocked(text, text, text) IS
 -- changes between check and change.  referenced names the key column that
 -- a referencing table's column points to (NULL for the key's own table).
 --
-CREATE FUNCTION flake_migrate_lock(tbl regclass, referenced text, dry_run boolean)
-	RETURNS flake_migrate_step
+CREATE FUNCTION flake_internal.flake_migrate_lock(tbl regclass, referenced text, dry_run boolean)
+	RETURNS flake_internal.flake_migrate_step
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -104,17 +115,17 @@ BEGIN
 	IF NOT dry_run THEN
 		EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
 	END IF;
-	RETURN ROW('lock', format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl), false, false, NULL)::@extschema@.flake_migrate_step;
+	RETURN ROW('lock', format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl), false, false, NULL)::flake_internal.flake_migrate_step;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_lock(regclass, text, boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_lock(regclass, text, boolean) IS
 	'flake_migrate() helper: check that the caller owns a table, and lock it unless this is a dry run';
 
 --
 -- The key column and where its values come from: its identity sequence, or
 -- the sequences its default draws from.
 --
-CREATE FUNCTION flake_migrate_key(tbl regclass, col name,
+CREATE FUNCTION flake_internal.flake_migrate_key(tbl regclass, col name,
 								  OUT key_attnum int2, OUT key_type oid, OUT key_notnull boolean,
 								  OUT identity_seq oid, OUT default_oid oid, OUT default_seqs oid[])
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
@@ -186,7 +197,7 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_key(regclass, name) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_key(regclass, name) IS
 	'flake_migrate() helper: the key column, and the identity or sequences its values come from';
 
 --
@@ -194,7 +205,7 @@ COMMENT ON FUNCTION flake_migrate_key(regclass, name) IS
 -- fractions (as pgloader loads MySQL's bigint unsigned).  Its values are
 -- checked by flake_migrate_blockers().
 --
-CREATE FUNCTION flake_migrate_holds_ids(typid oid, typmod integer)
+CREATE FUNCTION flake_internal.flake_migrate_holds_ids(typid oid, typmod integer)
 	RETURNS boolean
 	LANGUAGE sql IMMUTABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -202,7 +213,7 @@ AS $$
 	SELECT typid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
 		OR (typid = 'numeric'::regtype AND (typmod = -1 OR ((typmod - 4) & 65535) = 0))
 $$;
-COMMENT ON FUNCTION flake_migrate_holds_ids(oid, integer) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_holds_ids(oid, integer) IS
 	'flake_migrate() helper: whether a column of this type and typmod can hold ids (an integer, or a numeric without fractions)';
 
 --
@@ -211,13 +222,13 @@ COMMENT ON FUNCTION flake_migrate_holds_ids(oid, integer) IS
 -- convention, without a foreign key, and are changed like the columns
 -- that reference the key through one.
 --
-CREATE FUNCTION flake_migrate_also(tbl regclass, col name, key_attnum int2, also text[])
-	RETURNS flake_migrate_column[]
+CREATE FUNCTION flake_internal.flake_migrate_also(tbl regclass, col name, key_attnum int2, also text[])
+	RETURNS flake_internal.flake_migrate_column[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	result		@extschema@.flake_migrate_column[] := '{}';
+	result		flake_internal.flake_migrate_column[] := '{}';
 	item		text;
 	parts		text[];
 	rel			oid;
@@ -257,18 +268,18 @@ BEGIN
 			RAISE EXCEPTION 'also names the key %.% itself', tbl, quote_ident(col)
 				USING ERRCODE = 'invalid_parameter_value';
 		END IF;
-		IF NOT @extschema@.flake_migrate_holds_ids(att.atttypid, att.atttypmod) THEN
+		IF NOT flake_internal.flake_migrate_holds_ids(att.atttypid, att.atttypmod) THEN
 			RAISE EXCEPTION 'column %.% cannot hold ids', rel::regclass, quote_ident(parts[3])
 				USING ERRCODE = 'datatype_mismatch',
 					  DETAIL = format('It is of type %s; columns named in also must be smallint, integer, bigint or numeric without fractions.',
 									  format_type(att.atttypid, att.atttypmod));
 		END IF;
-		result := result || ROW(rel, att.attnum, true)::@extschema@.flake_migrate_column;
+		result := result || ROW(rel, att.attnum, true)::flake_internal.flake_migrate_column;
 	END LOOP;
 	RETURN result;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_also(regclass, name, smallint, text[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_also(regclass, name, smallint, text[]) IS
 	'flake_migrate() helper: the columns named in also, checked';
 
 --
@@ -280,7 +291,7 @@ COMMENT ON FUNCTION flake_migrate_also(regclass, name, smallint, text[]) IS
 -- whose owner the caller cannot act as is not read, and its column is
 -- listed whatever its values.
 --
-CREATE FUNCTION flake_migrate_candidates(tbl regclass, col name, cols flake_migrate_column[])
+CREATE FUNCTION flake_internal.flake_migrate_candidates(tbl regclass, col name, cols flake_internal.flake_migrate_column[])
 	RETURNS TABLE(relid oid, attnum int2, description text)
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -293,7 +304,7 @@ DECLARE
 	r			record;
 BEGIN
 	SELECT * INTO key_min, key_max
-	FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s', col, tbl),
+	FROM flake_internal.flake_migrate_read_as_owner(tbl, format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s', col, tbl),
 												 false)
 		 AS m(lo numeric, hi numeric);
 	FOR r IN
@@ -316,7 +327,7 @@ BEGIN
 		WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
 		  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
 		  AND a.attnum > 0 AND NOT a.attisdropped
-		  AND @extschema@.flake_migrate_holds_ids(a.atttypid, a.atttypmod)
+		  AND flake_internal.flake_migrate_holds_ids(a.atttypid, a.atttypmod)
 		  AND lower(a.attname) IN (SELECT names.name || '_id' FROM names UNION SELECT names.name || 'id' FROM names)
 		  AND (a.attrelid, a.attnum) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x)
 		  AND NOT EXISTS (SELECT FROM pg_constraint f
@@ -326,7 +337,7 @@ BEGIN
 	LOOP
 		BEGIN
 			SELECT * INTO lo, hi
-			FROM @extschema@.flake_migrate_read_as_owner(r.attrelid::regclass,
+			FROM flake_internal.flake_migrate_read_as_owner(r.attrelid::regclass,
 														 format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s',
 																r.attname, r.attrelid::regclass),
 														 false)
@@ -344,13 +355,13 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_candidates(regclass, name, flake_migrate_column[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_candidates(regclass, name, flake_internal.flake_migrate_column[]) IS
 	'flake_migrate() helper: columns that may hold the key''s values by convention, without a foreign key';
 
 --
 -- Rekeying's arguments and prerequisites; returns the mapping table's name.
 --
-CREATE FUNCTION flake_migrate_map_name(tbl regclass, col name, generator text, rekey_from name)
+CREATE FUNCTION flake_internal.flake_migrate_map_name(tbl regclass, col name, generator text, rekey_from name)
 	RETURNS text
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -420,7 +431,7 @@ BEGIN
 	RETURN map_rel;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_map_name(regclass, name, text, name) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_map_name(regclass, name, text, name) IS
 	'flake_migrate() helper: check a rekey''s arguments and prerequisites, and name its mapping table';
 
 --
@@ -430,11 +441,11 @@ COMMENT ON FUNCTION flake_migrate_map_name(regclass, name, text, name) IS
 -- caller locked the key's table), and the catalogs are read again until no
 -- new one appears.  The locks come before the checks that read data.
 --
-CREATE FUNCTION flake_migrate_closure(tbl regclass, col name, key_attnum int2,
-									  extra flake_migrate_column[], to_ulid boolean,
+CREATE FUNCTION flake_internal.flake_migrate_closure(tbl regclass, col name, key_attnum int2,
+									  extra flake_internal.flake_migrate_column[], to_ulid boolean,
 									  rekey boolean, dry_run boolean,
-									  OUT cols flake_migrate_column[], OUT touched oid[],
-									  OUT locks flake_migrate_step[])
+									  OUT cols flake_internal.flake_migrate_column[], OUT touched oid[],
+									  OUT locks flake_internal.flake_migrate_step[])
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -444,6 +455,7 @@ DECLARE
 	msg			text;
 	state		text;
 	det			text;
+	hint		text;
 BEGIN
 	locks := '{}';
 	LOOP
@@ -459,7 +471,7 @@ BEGIN
 			WHERE c.confkey[k] = refs.attnum
 		)
 		SELECT array_agg(ROW(refs.relid, refs.attnum,
-							 a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'numeric'::regtype) OR to_ulid OR rekey)::@extschema@.flake_migrate_column
+							 a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'numeric'::regtype) OR to_ulid OR rekey)::flake_internal.flake_migrate_column
 						 ORDER BY refs.relid <> tbl, refs.attnum <> key_attnum, refs.relid, refs.attnum)
 		INTO cols
 		FROM refs JOIN pg_attribute a ON a.attrelid = refs.relid AND a.attnum = refs.attnum;
@@ -475,13 +487,13 @@ BEGIN
 		FOREACH t IN ARRAY touched LOOP
 			CONTINUE WHEN t = ANY (checked);
 			BEGIN
-				locks := locks || @extschema@.flake_migrate_lock(t, format('%s.%I', tbl, col), dry_run);
+				locks := locks || flake_internal.flake_migrate_lock(t, format('%s.%I', tbl, col), dry_run);
 			EXCEPTION WHEN insufficient_privilege THEN
 				IF NOT dry_run THEN
 					RAISE;
 				END IF;
-				GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-				locks := locks || @extschema@.flake_migrate_blocked(msg, state, det);
+				GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+				locks := locks || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 			END;
 			checked := checked || t;
 		END LOOP;
@@ -490,7 +502,7 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_closure(regclass, name, smallint, flake_migrate_column[], boolean, boolean, boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_closure(regclass, name, smallint, flake_internal.flake_migrate_column[], boolean, boolean, boolean) IS
 	'flake_migrate() helper: the columns that reference the key, transitively, and the tables to alter, locked';
 
 --
@@ -499,9 +511,9 @@ COMMENT ON FUNCTION flake_migrate_closure(regclass, name, smallint, flake_migrat
 -- depend on a column whose type changes.  Each is an error, or with
 -- collect (a dry run) a blocked step in the result.
 --
-CREATE FUNCTION flake_migrate_blockers(tbl regclass, col name, cols flake_migrate_column[],
+CREATE FUNCTION flake_internal.flake_migrate_blockers(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
 									   touched oid[], collect boolean)
-	RETURNS flake_migrate_step[]
+	RETURNS flake_internal.flake_migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -509,7 +521,7 @@ DECLARE
 	list		text;
 	r			record;
 	cnt			bigint;
-	found		@extschema@.flake_migrate_step[] := '{}';
+	found		flake_internal.flake_migrate_step[] := '{}';
 	msg			text;
 	state		text;
 	det			text;
@@ -522,7 +534,7 @@ BEGIN
 		INTO list
 		FROM unnest(cols) u
 		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-		WHERE NOT @extschema@.flake_migrate_holds_ids(a.atttypid, a.atttypmod);
+		WHERE NOT flake_internal.flake_migrate_holds_ids(a.atttypid, a.atttypmod);
 		IF list IS NOT NULL THEN
 			RAISE EXCEPTION 'columns referencing %.% are not integers', tbl, quote_ident(col)
 				USING ERRCODE = 'datatype_mismatch',
@@ -532,8 +544,8 @@ BEGIN
 		IF NOT collect THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 	END;
 	BEGIN
 		-- numeric columns become bigint: their values must be whole and fit
@@ -548,7 +560,7 @@ BEGIN
 			  AND pg_has_role(c.relowner, 'USAGE')
 		LOOP
 			SELECT * INTO cnt
-			FROM @extschema@.flake_migrate_read_as_owner(r.rel, format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
+			FROM flake_internal.flake_migrate_read_as_owner(r.rel, format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
 																	   r.rel, r.attname),
 														 false)
 				 AS n(cnt bigint);
@@ -562,8 +574,8 @@ BEGIN
 		IF NOT collect THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 	END;
 	BEGIN
 		-- ... and nothing else: a foreign key from one of the columns to a
@@ -588,8 +600,8 @@ BEGIN
 		IF NOT collect THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 	END;
 	BEGIN
 		-- Citus changes neither the default nor the type of a distributed
@@ -614,10 +626,8 @@ BEGIN
 		IF NOT collect THEN
 			RAISE;
 		END IF;
-		-- the procedure that works is the point here: the dry run shows it too
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL,
-								hint = PG_EXCEPTION_HINT;
-		found := found || @extschema@.flake_migrate_blocked(msg, state, concat_ws(' ', det, hint));
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 	END;
 	BEGIN
 		-- the tables, each on its own
@@ -641,8 +651,8 @@ BEGIN
 		IF NOT collect THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 	END;
 	BEGIN
 		-- objects that would stop a column's type change
@@ -676,13 +686,13 @@ BEGIN
 		IF NOT collect THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		found := found || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 	END;
 	RETURN found;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_blockers(regclass, name, flake_migrate_column[], oid[], boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_blockers(regclass, name, flake_internal.flake_migrate_column[], oid[], boolean) IS
 	'flake_migrate() helper: objects that would stop the migration, as errors or as a dry run''s blocked steps';
 
 --
@@ -699,9 +709,9 @@ COMMENT ON FUNCTION flake_migrate_blockers(regclass, name, flake_migrate_column[
 -- operation, as ALTER TABLE and REINDEX run them.  Returns the notes for
 -- the plan.
 --
-CREATE FUNCTION flake_migrate_probe(tbl regclass, col name, cols flake_migrate_column[],
+CREATE FUNCTION flake_internal.flake_migrate_probe(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
 									generator text, first_id bigint, rekey boolean)
-	RETURNS flake_migrate_step[]
+	RETURNS flake_internal.flake_migrate_step[]
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -709,7 +719,7 @@ DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
 	gen_call	text := '@extschema@.' || generator || '()';
 	target		text := CASE WHEN to_ulid THEN '@extschema@.ulidflake' ELSE 'bigint' END;
-	notes		@extschema@.flake_migrate_step[] := '{}';
+	notes		flake_internal.flake_migrate_step[] := '{}';
 	r			record;
 	list		text;
 	cnt			bigint;
@@ -719,10 +729,10 @@ DECLARE
 	problems	text[] := '{}';	-- constraints and indexes that fail, and why
 BEGIN
 	IF generator = 'randflake_next' THEN
-		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false, NULL)::@extschema@.flake_migrate_step;
+		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false, NULL)::flake_internal.flake_migrate_step;
 	ELSIF NOT rekey THEN
 		SELECT * INTO max_old
-		FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl), false)
+		FROM flake_internal.flake_migrate_read_as_owner(tbl, format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl), false)
 			 AS m(max_old bigint);
 		IF max_old >= first_id THEN
 			RAISE EXCEPTION '%.% holds keys above the ids % would issue', tbl, quote_ident(col), gen_call
@@ -733,7 +743,7 @@ BEGIN
 	END IF;
 	IF to_ulid THEN
 		SELECT * INTO cnt
-		FROM @extschema@.flake_migrate_read_as_owner(tbl, format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col), false)
+		FROM flake_internal.flake_migrate_read_as_owner(tbl, format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col), false)
 			 AS n(cnt bigint);
 		IF cnt > 0 THEN
 			RAISE EXCEPTION '%.% has negative keys', tbl, quote_ident(col)
@@ -786,7 +796,7 @@ BEGIN
 				-- as the table's owner; with ulidflake, the search_path
 				-- finds its operators, as ALTER TABLE needs them
 				SELECT * INTO fails
-				FROM @extschema@.flake_migrate_read_as_owner(
+				FROM flake_internal.flake_migrate_read_as_owner(
 					r.relid::regclass,
 					format('WITH o AS (SELECT t.* FROM (SELECT) AS one LEFT JOIN (SELECT * FROM %s LIMIT 1) AS t ON true), n AS (SELECT %s FROM o) ',
 						   r.relid::regclass, list)
@@ -816,7 +826,7 @@ BEGIN
 	RETURN notes;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_probe(regclass, name, flake_migrate_column[], text, bigint, boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_probe(regclass, name, flake_internal.flake_migrate_column[], text, bigint, boolean) IS
 	'flake_migrate() helper: check the generator''s ids against the keys that stay, constraints and indexes';
 
 --
@@ -830,7 +840,7 @@ COMMENT ON FUNCTION flake_migrate_probe(regclass, name, flake_migrate_column[], 
 -- ones.  The table is read as its owner (flake_migrate_read_as_owner); the
 -- query runs as the caller, who may claim the node.
 --
-CREATE FUNCTION flake_migrate_rekey_query(tbl regclass, col name, generator text,
+CREATE FUNCTION flake_internal.flake_migrate_rekey_query(tbl regclass, col name, generator text,
 										  rekey_from name, first_id bigint, undatable text,
 										  OUT query text, OUT note text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -883,7 +893,7 @@ BEGIN
 	-- one scan: the rows without a usable time, the milliseconds of the
 	-- others, and the largest old key
 	SELECT * INTO n_null, n_before, n_after, first_ms, last_ms, cnt, max_old
-	FROM @extschema@.flake_migrate_read_as_owner(tbl, format(
+	FROM flake_internal.flake_migrate_read_as_owner(tbl, format(
 			'SELECT count(*) FILTER (WHERE %1$I IS NULL),
 					count(*) FILTER (WHERE CAST(%1$I AS timestamptz) < CAST(%6$L AS timestamptz)),
 					count(*) FILTER (WHERE CAST(%1$I AS timestamptz) >= CAST(%7$L AS timestamptz)),
@@ -937,7 +947,7 @@ BEGIN
 	-- ... and must not meet the old ids of other rows
 	IF first_ms << ms_shift <= max_old THEN
 		SELECT * INTO cnt
-		FROM @extschema@.flake_migrate_read_as_owner(tbl, format(
+		FROM flake_internal.flake_migrate_read_as_owner(tbl, format(
 				'SELECT count(DISTINCT s.k) FROM (%s) s JOIN %s o ON CAST(o.%I AS bigint) BETWEEN (s.slot / %4$s) << %5$s AND ((s.slot / %4$s + 1) << %5$s) - 1',
 				slots, tbl, col, per_ms, ms_shift),
 			false)
@@ -955,7 +965,7 @@ BEGIN
 	-- the milliseconds of the table's rows (which flake_rekey_claim reads
 	-- itself, up to the newest id issued: at least first_ms to last_ms)
 	-- when the statement runs.  The slots are read as the table's owner.
-	slots_read := format('@extschema@.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS s(k bigint, slot bigint)',
+	slots_read := format('flake_internal.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS s(k bigint, slot bigint)',
 						 tbl, slots);
 	IF first_ms IS NULL THEN
 		query := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
@@ -973,13 +983,13 @@ FROM %4$s, n$q$,
 	END IF;
 	-- rows without a time: ids of now, in old id order
 	IF undatable = 'now' AND note IS NOT NULL THEN
-		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM @extschema@.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS u(k bigint))',
+		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM flake_internal.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS u(k bigint))',
 						query, generator, tbl,
 						format('SELECT CAST(%I AS bigint) FROM %s WHERE NOT coalesce(%s, false) ORDER BY 1', col, tbl, datable));
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_rekey_query(regclass, name, text, name, bigint, text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_rekey_query(regclass, name, text, name, bigint, text) IS
 	'flake_migrate() helper: the query of old and new ids that fills a rekey''s mapping table';
 
 --
@@ -988,8 +998,8 @@ COMMENT ON FUNCTION flake_migrate_rekey_query(regclass, name, text, name, bigint
 -- altered column, and no checks while the ids are rewritten.  Both as the
 -- owner of the referencing table, as every statement on a table.
 --
-CREATE FUNCTION flake_migrate_foreign_keys(tbl regclass, col name, cols flake_migrate_column[],
-										   OUT drops flake_migrate_step[], OUT adds flake_migrate_step[])
+CREATE FUNCTION flake_internal.flake_migrate_foreign_keys(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
+										   OUT drops flake_internal.flake_migrate_step[], OUT adds flake_internal.flake_migrate_step[])
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -1038,19 +1048,19 @@ BEGIN
 	LOOP
 		drops := drops || ROW('drop constraint',
 							  format('ALTER TABLE %s DROP CONSTRAINT %I', fk.conrelid::regclass, fk.conname),
-							  true, false, fk.conrelid)::@extschema@.flake_migrate_step;
+							  true, false, fk.conrelid)::flake_internal.flake_migrate_step;
 		adds := adds || ROW('add constraint',
 							format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.conrelid::regclass, fk.conname, fk.def),
-							true, false, fk.conrelid)::@extschema@.flake_migrate_step;
+							true, false, fk.conrelid)::flake_internal.flake_migrate_step;
 		IF fk.comment IS NOT NULL THEN
 			adds := adds || ROW('comment',
 								format('COMMENT ON CONSTRAINT %I ON %s IS %L', fk.conname, fk.conrelid::regclass, fk.comment),
-								true, false, fk.conrelid)::@extschema@.flake_migrate_step;
+								true, false, fk.conrelid)::flake_internal.flake_migrate_step;
 		END IF;
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_foreign_keys(regclass, name, flake_migrate_column[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_foreign_keys(regclass, name, flake_internal.flake_migrate_column[]) IS
 	'flake_migrate() helper: the steps that drop the foreign keys into the changing columns and add them back';
 
 --
@@ -1058,26 +1068,26 @@ COMMENT ON FUNCTION flake_migrate_foreign_keys(regclass, name, flake_migrate_col
 -- it draws from: a sequence is dropped only when the column owns it and
 -- nothing else uses it.  As the table's owner, who owns such a sequence.
 --
-CREATE FUNCTION flake_migrate_detach(tbl regclass, col name, key_attnum int2, identity_seq oid,
+CREATE FUNCTION flake_internal.flake_migrate_detach(tbl regclass, col name, key_attnum int2, identity_seq oid,
 									 default_oid oid, default_seqs oid[])
-	RETURNS flake_migrate_step[]
+	RETURNS flake_internal.flake_migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	steps		@extschema@.flake_migrate_step[] := '{}';
+	steps		flake_internal.flake_migrate_step[] := '{}';
 	seq			oid;
 	list		text;
 BEGIN
 	IF identity_seq IS NOT NULL THEN
 		RETURN ARRAY[ROW('drop identity', format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col),
-						 true, false, tbl)::@extschema@.flake_migrate_step];
+						 true, false, tbl)::flake_internal.flake_migrate_step];
 	END IF;
 	IF default_oid IS NULL THEN
 		RETURN steps;
 	END IF;
 	steps := steps || ROW('drop default', format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', tbl, col),
-						  true, false, tbl)::@extschema@.flake_migrate_step;
+						  true, false, tbl)::flake_internal.flake_migrate_step;
 	FOREACH seq IN ARRAY default_seqs LOOP
 		SELECT string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', ' ORDER BY 1) INTO list
 		FROM pg_depend d
@@ -1088,22 +1098,22 @@ BEGIN
 						 AND d.refclassid = 'pg_class'::regclass AND d.refobjid = tbl
 						 AND d.refobjsubid = key_attnum AND d.deptype = 'a') THEN
 			steps := steps || ROW('note', format('sequence %s is kept: %s.%I does not own it', seq::regclass, tbl, col),
-								  false, false, NULL)::@extschema@.flake_migrate_step;
+								  false, false, NULL)::flake_internal.flake_migrate_step;
 		ELSIF list IS NOT NULL THEN
 			steps := steps || ROW('note', format('sequence %s is kept: also used by %s', seq::regclass, list),
-								  false, false, NULL)::@extschema@.flake_migrate_step
+								  false, false, NULL)::flake_internal.flake_migrate_step
 						   || ROW('disown sequence', format('ALTER SEQUENCE %s OWNED BY NONE', seq::regclass),
-								  true, false, tbl)::@extschema@.flake_migrate_step;
+								  true, false, tbl)::flake_internal.flake_migrate_step;
 		ELSE
 			-- an owned sequence has the table's owner
 			steps := steps || ROW('drop sequence', format('DROP SEQUENCE %s', seq::regclass),
-								  true, false, tbl)::@extschema@.flake_migrate_step;
+								  true, false, tbl)::flake_internal.flake_migrate_step;
 		END IF;
 	END LOOP;
 	RETURN steps;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_detach(regclass, name, smallint, oid, oid, oid[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_detach(regclass, name, smallint, oid, oid, oid[]) IS
 	'flake_migrate() helper: the steps that detach the key from its identity or its sequences';
 
 -- a node of flake.rekey_nodes for the milliseconds a table's rows span,
@@ -1117,14 +1127,14 @@ COMMENT ON FUNCTION flake_rekey_claim(regclass, name, boolean) IS 'claim a node 
 -- the new id of an old one in a rekey's mapping table (src/remap.c), for
 -- ALTER TABLE ... TYPE ... USING: the table is read once per statement,
 -- with the rights of the table's owner, who runs the ALTER TABLE
-CREATE FUNCTION flake_migrate_lookup(map regclass, old_id bigint) RETURNS bigint
+CREATE FUNCTION flake_internal.flake_migrate_lookup(map regclass, old_id bigint) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION flake_migrate_lookup(regclass, bigint) IS 'the new id of old_id in a flake_migrate() mapping table, or old_id when it lists none';
+COMMENT ON FUNCTION flake_internal.flake_migrate_lookup(regclass, bigint) IS 'the new id of old_id in a flake_migrate() mapping table, or old_id when it lists none';
 
 --
 -- flake_migrate()'s arguments, checked.
 --
-CREATE FUNCTION flake_migrate_arguments(tbl regclass, col name, generator text, dry_run boolean, undatable text)
+CREATE FUNCTION flake_internal.flake_migrate_arguments(tbl regclass, col name, generator text, dry_run boolean, undatable text)
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -1150,7 +1160,7 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_arguments(regclass, name, text, boolean, text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_arguments(regclass, name, text, boolean, text) IS
 	'flake_migrate() helper: check its arguments';
 
 --
@@ -1159,9 +1169,9 @@ COMMENT ON FUNCTION flake_migrate_arguments(regclass, name, text, boolean, text)
 -- also saying so.  all_change: every column changes (a rekey or
 -- ulidflake), so a bigint candidate counts too.
 --
-CREATE FUNCTION flake_migrate_candidate_steps(tbl regclass, col name, cols flake_migrate_column[],
+CREATE FUNCTION flake_internal.flake_migrate_candidate_steps(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
 											  all_change boolean, also text[], dry_run boolean,
-											  OUT notes flake_migrate_step[], OUT refused flake_migrate_step[])
+											  OUT notes flake_internal.flake_migrate_step[], OUT refused flake_internal.flake_migrate_step[])
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -1170,13 +1180,14 @@ DECLARE
 	msg			text;
 	state		text;
 	det			text;
+	hint		text;
 BEGIN
 	refused := '{}';
 	SELECT string_agg(c.description, ', '),
 		   coalesce(array_agg(ROW('note', 'possible reference without a foreign key, left as it is: ' || c.description,
-								  false, false, NULL)::@extschema@.flake_migrate_step), '{}')
+								  false, false, NULL)::flake_internal.flake_migrate_step), '{}')
 	INTO list, notes
-	FROM @extschema@.flake_migrate_candidates(tbl, col, cols) c
+	FROM flake_internal.flake_migrate_candidates(tbl, col, cols) c
 	JOIN pg_attribute a ON a.attrelid = c.relid AND a.attnum = c.attnum
 	WHERE all_change OR a.atttypid <> 'int8'::regtype;
 	IF list IS NULL OR also IS NOT NULL THEN
@@ -1192,12 +1203,12 @@ BEGIN
 		IF NOT dry_run THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		refused := refused || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		refused := refused || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 	END;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_candidate_steps(regclass, name, flake_migrate_column[], boolean, text[], boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_candidate_steps(regclass, name, flake_internal.flake_migrate_column[], boolean, text[], boolean) IS
 	'flake_migrate() helper: notes on possible references without a foreign key, or the refusal to leave them behind';
 
 --
@@ -1207,10 +1218,10 @@ COMMENT ON FUNCTION flake_migrate_candidate_steps(regclass, name, flake_migrate_
 -- the caller's own: it holds no code of another role.  A dry run collects
 -- what stops it as blocked steps (refused).
 --
-CREATE FUNCTION flake_migrate_rekey_steps(tbl regclass, col name, generator text, rekey_from name,
+CREATE FUNCTION flake_internal.flake_migrate_rekey_steps(tbl regclass, col name, generator text, rekey_from name,
 										  map_rel text, first_id bigint, undatable text, touched oid[],
 										  dry_run boolean,
-										  OUT steps flake_migrate_step[], OUT refused flake_migrate_step[])
+										  OUT steps flake_internal.flake_migrate_step[], OUT refused flake_internal.flake_migrate_step[])
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -1222,50 +1233,51 @@ DECLARE
 	msg			text;
 	state		text;
 	det			text;
+	hint		text;
 BEGIN
 	steps := '{}';
 	refused := '{}';
 	BEGIN
 		SELECT * INTO mapping
-		FROM @extschema@.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
+		FROM flake_internal.flake_migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT dry_run THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		refused := refused || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		refused := refused || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 		SELECT NULL::text AS query, NULL::text AS note INTO mapping;
 	END;
 	IF mapping.note IS NOT NULL THEN
-		steps := steps || ROW('note', mapping.note, false, false, NULL)::@extschema@.flake_migrate_step;
+		steps := steps || ROW('note', mapping.note, false, false, NULL)::flake_internal.flake_migrate_step;
 	END IF;
 	steps := steps
 		|| ROW('create map',
 			   format('CREATE TABLE %s (old_id bigint NOT NULL, new_id %s NOT NULL)', coalesce(map_rel, '...'), target),
-			   true, false, NULL)::@extschema@.flake_migrate_step
+			   true, false, NULL)::flake_internal.flake_migrate_step
 		|| ROW('comment',
 			   format('COMMENT ON TABLE %s IS %L', map_rel,
 					  format('old and new ids of %s.%I, rekeyed by flake_migrate from %I', tbl, col, rekey_from)),
-			   true, false, NULL)::@extschema@.flake_migrate_step
+			   true, false, NULL)::flake_internal.flake_migrate_step
 		|| ROW('fill map',
 			   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
 					  CASE WHEN to_ulid THEN format('CAST(new_id AS %s)', target) ELSE 'new_id' END,
 					  coalesce(mapping.query, '...')),
-			   true, true, NULL)::@extschema@.flake_migrate_step
+			   true, true, NULL)::flake_internal.flake_migrate_step
 		-- built after the rows are in: one sort each
 		|| ROW('index map',
 			   format('ALTER TABLE %s ADD PRIMARY KEY (old_id), ADD UNIQUE (new_id)', coalesce(map_rel, '...')),
-			   true, false, NULL)::@extschema@.flake_migrate_step;
+			   true, false, NULL)::flake_internal.flake_migrate_step;
 	SELECT string_agg(DISTINCT c.relowner::regrole::text, ', ') INTO owners
 	FROM pg_class c
 	WHERE c.oid = ANY (touched) AND c.relowner <> current_user::regrole;
 	IF owners IS NOT NULL THEN
 		steps := steps || ROW('grant', format('GRANT SELECT ON %s TO %s', coalesce(map_rel, '...'), owners),
-							  true, false, NULL)::@extschema@.flake_migrate_step;
+							  true, false, NULL)::flake_internal.flake_migrate_step;
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_rekey_steps(regclass, name, text, name, text, bigint, text, oid[], boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_rekey_steps(regclass, name, text, name, text, bigint, text, oid[], boolean) IS
 	'flake_migrate() helper: the steps that make, fill, index and grant a rekey''s mapping table';
 
 --
@@ -1274,16 +1286,16 @@ COMMENT ON FUNCTION flake_migrate_rekey_steps(regclass, name, text, name, text, 
 -- statement, through the mapping table, so each table is rewritten once
 -- (and no trigger, rule or policy acts on it).
 --
-CREATE FUNCTION flake_migrate_alter_steps(cols flake_migrate_column[], touched oid[], generator text,
+CREATE FUNCTION flake_internal.flake_migrate_alter_steps(cols flake_internal.flake_migrate_column[], touched oid[], generator text,
 										  rekey boolean, map_rel text)
-	RETURNS flake_migrate_step[]
+	RETURNS flake_internal.flake_migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
 	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
-	steps		@extschema@.flake_migrate_step[] := '{}';
+	steps		flake_internal.flake_migrate_step[] := '{}';
 	t			oid;
 	list		text;
 BEGIN
@@ -1291,7 +1303,7 @@ BEGIN
 		SELECT string_agg(format('ALTER COLUMN %I TYPE %s%s', a.attname, target,
 								 CASE WHEN rekey
 								 THEN format(' USING %s', format(CASE WHEN to_ulid THEN 'CAST(%s AS %s)' ELSE '%s' END,
-																 format('@extschema@.flake_migrate_lookup(%L, CAST(%I AS bigint))',
+																 format('flake_internal.flake_migrate_lookup(%L, CAST(%I AS bigint))',
 																		coalesce(map_rel, '...'), a.attname),
 																 target))
 								 WHEN to_ulid
@@ -1304,12 +1316,12 @@ BEGIN
 		CONTINUE WHEN list IS NULL;
 		steps := steps || ROW(CASE WHEN rekey THEN 'rekey' ELSE 'alter type' END,
 							  format('ALTER TABLE %s %s', t::regclass, list),
-							  true, false, t)::@extschema@.flake_migrate_step;
+							  true, false, t)::flake_internal.flake_migrate_step;
 	END LOOP;
 	RETURN steps;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_alter_steps(flake_migrate_column[], oid[], text, boolean, text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_alter_steps(flake_internal.flake_migrate_column[], oid[], text, boolean, text) IS
 	'flake_migrate() helper: the ALTER TABLE of each table whose columns change type or get new ids';
 
 --
@@ -1318,13 +1330,13 @@ COMMENT ON FUNCTION flake_migrate_alter_steps(flake_migrate_column[], oid[], tex
 -- (flake_migrate_as_owner), so that the table's code never runs with the
 -- caller's rights.
 --
-CREATE FUNCTION flake_migrate_run(plan flake_migrate_step[], dry_run boolean, to_ulid boolean)
+CREATE FUNCTION flake_internal.flake_migrate_run(plan flake_internal.flake_migrate_step[], dry_run boolean, to_ulid boolean)
 	RETURNS TABLE(step integer, action text, detail text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	s			@extschema@.flake_migrate_step;
+	s			flake_internal.flake_migrate_step;
 	cnt			bigint;
 BEGIN
 	FOR i IN 1 .. cardinality(plan) LOOP
@@ -1340,7 +1352,7 @@ BEGIN
 				-- ALTER TABLE parses CHECK constraints and index expressions
 				-- again for the new type: with ulidflake, they need its
 				-- operators
-				cnt := @extschema@.flake_migrate_as_owner(s.as_owner_of, detail,
+				cnt := flake_internal.flake_migrate_as_owner(s.as_owner_of, detail,
 														  action IN ('alter type', 'rekey') AND to_ulid);
 			END IF;
 			IF s.counted THEN
@@ -1351,14 +1363,23 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_run(flake_migrate_step[], boolean, boolean) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_run(flake_internal.flake_migrate_step[], boolean, boolean) IS
 	'flake_migrate() helper: run the steps of a plan, or list them for a dry run';
 
--- The helpers are internal to flake_migrate() but stay executable by
--- PUBLIC: a SECURITY INVOKER function calls them with its caller's rights,
--- so revoking them would leave flake_migrate() to superusers, while table
--- owners must be able to migrate their tables.  They give nobody more than
--- the statements they run already allow.
+-- Who may call the helpers.  flake_migrate() is SECURITY INVOKER: the
+-- table owner's session (and the online client, connected as the owner)
+-- calls them with its own rights, so they need EXECUTE for every role that
+-- may own a table, that is PUBLIC, and the schema's USAGE (granted where
+-- the schema is made).  None gives more than its caller has: the catalog
+-- readers return what pg_catalog shows everyone; flake_migrate_lock() and
+-- the statements the plan runs as the caller need the caller's own
+-- privileges; flake_migrate_as_owner() and flake_migrate_read_as_owner()
+-- refuse (42501) a role that may not SET ROLE to the table's owner;
+-- flake_migrate_lookup() reads the mapping table with its caller's
+-- rights; flake_rekey_claim(), which uses up a node, is revoked from PUBLIC
+-- and checks that the caller owns the table.  Only the extension's owner
+-- may create objects in flake_internal, so no other role's function can
+-- take the place of a helper there.
 
 ------------------------------------------------------------------------
 -- flake_migrate(): the plan, and running it
@@ -1380,94 +1401,95 @@ DECLARE
 	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
 	key			record;			-- the key column: flake_migrate_key()
 	map_rel		text;			-- the mapping table, when rekeying
-	extra		@extschema@.flake_migrate_column[];	-- the columns named in also
+	extra		flake_internal.flake_migrate_column[];	-- the columns named in also
 	closure		record;			-- flake_migrate_closure(): the columns and tables
 	first_id	bigint;			-- the generator's next id, drawn now
-	fk_drops	@extschema@.flake_migrate_step[] := '{}';	-- foreign keys into the columns
-	fk_adds		@extschema@.flake_migrate_step[] := '{}';
-	plan		@extschema@.flake_migrate_step[] := '{}';
-	blocked		@extschema@.flake_migrate_step[] := '{}';	-- what a dry run found in the way
+	fk_drops	flake_internal.flake_migrate_step[] := '{}';	-- foreign keys into the columns
+	fk_adds		flake_internal.flake_migrate_step[] := '{}';
+	plan		flake_internal.flake_migrate_step[] := '{}';
+	blocked		flake_internal.flake_migrate_step[] := '{}';	-- what a dry run found in the way
 	msg			text;
 	state		text;
 	det			text;
+	hint		text;
 BEGIN
-	PERFORM @extschema@.flake_migrate_arguments(tbl, col, generator, dry_run, undatable);
+	PERFORM flake_internal.flake_migrate_arguments(tbl, col, generator, dry_run, undatable);
 
 	-- the table is locked before its definition is read
-	plan := plan || @extschema@.flake_migrate_lock(tbl, NULL, dry_run);
-	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	plan := plan || flake_internal.flake_migrate_lock(tbl, NULL, dry_run);
+	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	IF rekey THEN
 		BEGIN
-			map_rel := @extschema@.flake_migrate_map_name(tbl, col, generator, rekey_from);
+			map_rel := flake_internal.flake_migrate_map_name(tbl, col, generator, rekey_from);
 		EXCEPTION WHEN OTHERS THEN
 			IF NOT dry_run THEN
 				RAISE;
 			END IF;
-			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+			blocked := blocked || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 		END;
 	END IF;
 	BEGIN
-		extra := @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also);
+		extra := flake_internal.flake_migrate_also(tbl, col, key.key_attnum, also);
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT dry_run THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		blocked := blocked || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 		extra := '{}';
 	END;
 	SELECT * INTO closure
-	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum, extra, to_ulid, rekey, dry_run);
+	FROM flake_internal.flake_migrate_closure(tbl, col, key.key_attnum, extra, to_ulid, rekey, dry_run);
 	plan := plan || closure.locks;
 	blocked := blocked
-		|| @extschema@.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, dry_run);
+		|| flake_internal.flake_migrate_blockers(tbl, col, closure.cols, closure.touched, dry_run);
 
 	SELECT plan || c.notes, blocked || c.refused INTO plan, blocked
-	FROM @extschema@.flake_migrate_candidate_steps(tbl, col, closure.cols, rekey OR to_ulid, also, dry_run) c;
+	FROM flake_internal.flake_migrate_candidate_steps(tbl, col, closure.cols, rekey OR to_ulid, also, dry_run) c;
 
 	EXECUTE format('SELECT CAST(@extschema@.%I() AS bigint)', generator) INTO first_id;
 	BEGIN
-		plan := plan || @extschema@.flake_migrate_probe(tbl, col, closure.cols, generator, first_id, rekey);
+		plan := plan || flake_internal.flake_migrate_probe(tbl, col, closure.cols, generator, first_id, rekey);
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT dry_run THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-		blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		blocked := blocked || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 	END;
 
 	IF rekey THEN
 		SELECT plan || r.steps, blocked || r.refused INTO plan, blocked
-		FROM @extschema@.flake_migrate_rekey_steps(tbl, col, generator, rekey_from, map_rel, first_id,
+		FROM flake_internal.flake_migrate_rekey_steps(tbl, col, generator, rekey_from, map_rel, first_id,
 												   undatable, closure.touched, dry_run) r;
 	END IF;
 
 	IF rekey OR true = ANY (SELECT c.changes FROM unnest(closure.cols) c) THEN
 		BEGIN
 			SELECT f.drops, f.adds INTO fk_drops, fk_adds
-			FROM @extschema@.flake_migrate_foreign_keys(tbl, col, closure.cols) f;
+			FROM flake_internal.flake_migrate_foreign_keys(tbl, col, closure.cols) f;
 		EXCEPTION WHEN OTHERS THEN
 			IF NOT dry_run THEN
 				RAISE;
 			END IF;
-			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL;
-			blocked := blocked || @extschema@.flake_migrate_blocked(msg, state, det);
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+			blocked := blocked || flake_internal.flake_migrate_blocked(msg, state, det, hint);
 		END;
 		plan := plan || fk_drops;
 	END IF;
 
-	plan := plan || @extschema@.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
+	plan := plan || flake_internal.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
 													 key.default_oid, key.default_seqs);
 
-	plan := plan || @extschema@.flake_migrate_alter_steps(closure.cols, closure.touched, generator, rekey, map_rel);
+	plan := plan || flake_internal.flake_migrate_alter_steps(closure.cols, closure.touched, generator, rekey, map_rel);
 
 	plan := plan || fk_adds
 		|| ROW('set default', format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator),
-			   true, false, tbl)::@extschema@.flake_migrate_step;
+			   true, false, tbl)::flake_internal.flake_migrate_step;
 
 	-- run the plan (or only show it, after what is in its way)
-	RETURN QUERY SELECT * FROM @extschema@.flake_migrate_run(blocked || plan, dry_run, to_ulid);
+	RETURN QUERY SELECT * FROM flake_internal.flake_migrate_run(blocked || plan, dry_run, to_ulid);
 END
 $migrate$;
 
@@ -1524,8 +1546,8 @@ BEGIN
 		ELSE
 			SELECT coalesce(array_agg(o.t), '{}') INTO owners
 			FROM unnest(ordered) o(t)
-			CROSS JOIN LATERAL unnest(@extschema@.flake_migrate_also(o.t, col, 0::int2, ARRAY[item])) x
-			WHERE EXISTS (SELECT FROM @extschema@.flake_migrate_candidates(o.t, col, '{}') c
+			CROSS JOIN LATERAL unnest(flake_internal.flake_migrate_also(o.t, col, 0::int2, ARRAY[item])) x
+			WHERE EXISTS (SELECT FROM flake_internal.flake_migrate_candidates(o.t, col, '{}') c
 						  WHERE c.relid = x.relid AND c.attnum = x.attnum);
 		END IF;
 		IF cardinality(owners) <> 1 THEN
@@ -1551,7 +1573,7 @@ BEGIN
 		WHERE c.contype = 'f' AND c.conrelid IN (SELECT t.relid FROM t) AND c.confrelid IN (SELECT t.relid FROM t)
 		UNION
 		SELECT a.relid, t.relid
-		FROM t CROSS JOIN LATERAL unnest(@extschema@.flake_migrate_also(t.relid, col, 0::int2,
+		FROM t CROSS JOIN LATERAL unnest(flake_internal.flake_migrate_also(t.relid, col, 0::int2,
 																	  string_to_array(t.items, E'\n'))) a
 		WHERE a.relid IN (SELECT t.relid FROM t)
 	), refs(relid, depth) AS (

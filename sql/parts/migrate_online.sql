@@ -31,13 +31,13 @@
 
 -- appends the key of each row written to the log; arguments: the log's
 -- qualified name, the key column
-CREATE FUNCTION flake_migrate_online_log() RETURNS trigger
+CREATE FUNCTION flake_internal.flake_migrate_online_log() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
-COMMENT ON FUNCTION flake_migrate_online_log() IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_log() IS
 	'trigger of an online migration: log the key of every row the application writes while the table is copied';
 
 -- a TRUNCATE would not be logged: refused while the table is copied
-CREATE FUNCTION flake_migrate_online_no_truncate() RETURNS trigger
+CREATE FUNCTION flake_internal.flake_migrate_online_no_truncate() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -47,14 +47,14 @@ BEGIN
 			  HINT = 'Let the migration finish, or undo it with flake_migrate_online --undo.';
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_no_truncate() IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_no_truncate() IS
 	'trigger of an online migration: refuse TRUNCATE of a table while it is copied';
 
 --
 -- A name made of base and suffix that fits in a name (63 bytes): base is
 -- cut, whole characters at a time.
 --
-CREATE FUNCTION flake_migrate_online_name(base name, suffix text)
+CREATE FUNCTION flake_internal.flake_migrate_online_name(base name, suffix text)
 	RETURNS name
 	LANGUAGE sql IMMUTABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -64,7 +64,7 @@ AS $$
 	WHERE octet_length(left(base, n) || suffix) <= 63
 	LIMIT 1
 $$;
-COMMENT ON FUNCTION flake_migrate_online_name(name, text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_name(name, text) IS
 	'online migration helper: base with suffix, cut to fit a name';
 
 --
@@ -75,7 +75,7 @@ COMMENT ON FUNCTION flake_migrate_online_name(name, text) IS
 -- the columns to insert (not the generated ones) and the values, the
 -- changing columns cast to their new type.
 --
-CREATE FUNCTION flake_migrate_online_tables(cols flake_migrate_column[], target text)
+CREATE FUNCTION flake_internal.flake_migrate_online_tables(cols flake_internal.flake_migrate_column[], target text)
 	RETURNS TABLE(relid oid, rel text, shadow_name name, shadow text, shadow_oid oid, log text, log_oid oid,
 				  batch_key name, batch_type text, batch_index oid, key_cast text, inserts text, copies text, alters text,
 				  apply text[])
@@ -114,8 +114,8 @@ AS $$
 			FROM unnest(cols) u JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 			WHERE u.relid = c.oid AND u.changes) AS alters
 	FROM pg_class c
-	CROSS JOIN LATERAL (SELECT @extschema@.flake_migrate_online_name(c.relname, '__flake_new') AS shadow_name,
-							   @extschema@.flake_migrate_online_name(c.relname, '__flake_log') AS log_name) s
+	CROSS JOIN LATERAL (SELECT flake_internal.flake_migrate_online_name(c.relname, '__flake_new') AS shadow_name,
+							   flake_internal.flake_migrate_online_name(c.relname, '__flake_log') AS log_name) s
 	LEFT JOIN pg_class sc ON sc.relnamespace = c.relnamespace AND sc.relname = s.shadow_name AND sc.relkind = 'r'
 						 AND obj_description(sc.oid, 'pg_class') = 'flake_migrate_online: the copy of ' || c.oid
 	LEFT JOIN pg_class lc ON lc.relnamespace = c.relnamespace AND lc.relname = s.log_name AND lc.relkind = 'r'
@@ -131,7 +131,7 @@ AS $$
 	WHERE c.oid IN (SELECT u.relid FROM unnest(cols) u WHERE u.changes)) t
 	ORDER BY t.relid
 $$;
-COMMENT ON FUNCTION flake_migrate_online_tables(flake_migrate_column[], text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_tables(flake_internal.flake_migrate_column[], text) IS
 	'online migration helper: the tables to copy, their shadows and logs, and how to copy their rows';
 
 --
@@ -144,20 +144,20 @@ COMMENT ON FUNCTION flake_migrate_online_tables(flake_migrate_column[], text) IS
 -- cannot copy), and names it needs that other objects have.  Each is a
 -- blocked step.
 --
-CREATE FUNCTION flake_migrate_online_blockers(cols flake_migrate_column[], target text)
-	RETURNS flake_migrate_step[]
+CREATE FUNCTION flake_internal.flake_migrate_online_blockers(cols flake_internal.flake_migrate_column[], target text)
+	RETURNS flake_internal.flake_migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	found		@extschema@.flake_migrate_step[] := '{}';
-	copied		oid[] := ARRAY(SELECT t.relid FROM @extschema@.flake_migrate_online_tables(cols, target) t);
+	found		flake_internal.flake_migrate_step[] := '{}';
+	copied		oid[] := ARRAY(SELECT t.relid FROM flake_internal.flake_migrate_online_tables(cols, target) t);
 	list		text;
 BEGIN
 	SELECT string_agg(t.rel, ', ') INTO list
-	FROM @extschema@.flake_migrate_online_tables(cols, target) t WHERE t.batch_key IS NULL;
+	FROM flake_internal.flake_migrate_online_tables(cols, target) t WHERE t.batch_key IS NULL;
 	IF list IS NOT NULL THEN
-		found := found || @extschema@.flake_migrate_blocked(
+		found := found || flake_internal.flake_migrate_blocked(
 			'tables without a key to copy them in batches', '55000',
 			format('Tables: %s. The online path copies a table in batches by its primary key or a unique index on one NOT NULL column.', list));
 	END IF;
@@ -190,20 +190,20 @@ BEGIN
 			(EXISTS (SELECT FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid
 					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)), 'an invalid index or one in a tablespace of its own'),
 			(EXISTS (SELECT FROM pg_class o WHERE o.relnamespace = c.relnamespace
-					 AND o.relname IN (@extschema@.flake_migrate_online_name(c.relname, '__flake_new'),
-									   @extschema@.flake_migrate_online_name(c.relname, '__flake_log'),
-									   @extschema@.flake_migrate_online_name(c.relname, '__flake_validate'))
+					 AND o.relname IN (flake_internal.flake_migrate_online_name(c.relname, '__flake_new'),
+									   flake_internal.flake_migrate_online_name(c.relname, '__flake_log'),
+									   flake_internal.flake_migrate_online_name(c.relname, '__flake_validate'))
 					 AND coalesce(obj_description(o.oid, 'pg_class'), '') NOT LIKE 'flake_migrate_online: % of ' || c.oid),
 			 'the name of its copy, log or list of foreign keys is taken')) r(blocks, what)
 		WHERE c.oid = ANY (copied) AND r.blocks
 		UNION
 		SELECT format('%s: its columns or checks changed while it was copied (undo, then run again)', t.rel)
-		FROM @extschema@.flake_migrate_online_tables(cols, target) t
+		FROM flake_internal.flake_migrate_online_tables(cols, target) t
 		CROSS JOIN LATERAL (SELECT array_agg(a.attname) AS names FROM unnest(cols) u
 							JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 							WHERE u.relid = t.relid AND u.changes) n
 		WHERE t.shadow_oid IS NOT NULL
-		  AND @extschema@.flake_migrate_online_shape(t.relid, n.names) IS DISTINCT FROM @extschema@.flake_migrate_online_shape(t.shadow_oid, n.names)
+		  AND flake_internal.flake_migrate_online_shape(t.relid, n.names) IS DISTINCT FROM flake_internal.flake_migrate_online_shape(t.shadow_oid, n.names)
 		UNION
 		SELECT format('index %s (an expression, a predicate or an operator class on a changing column)', x.indexrelid::regclass)
 		FROM unnest(cols) u
@@ -217,15 +217,15 @@ BEGIN
 							WHERE d.classid = 'pg_class'::regclass AND d.objid = x.indexrelid
 							  AND d.refobjid = u.relid AND d.refobjsubid = u.attnum)))) s;
 	IF list IS NOT NULL THEN
-		found := found || @extschema@.flake_migrate_blocked(
+		found := found || flake_internal.flake_migrate_blocked(
 			'objects that the online path cannot carry to the copies of the tables', '0A000',
 			format('%s.', list));
-		found := found || ROW('note', 'flake_migrate() (offline) may still migrate these tables; or change the objects above first', false, false, NULL)::@extschema@.flake_migrate_step;
+		found := found || ROW('note', 'flake_migrate() (offline) may still migrate these tables; or change the objects above first', false, false, NULL)::flake_internal.flake_migrate_step;
 	END IF;
 	RETURN found;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_blockers(flake_migrate_column[], text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_blockers(flake_internal.flake_migrate_column[], text) IS
 	'online migration helper: what the online path cannot do, as blocked steps';
 
 --
@@ -236,7 +236,7 @@ COMMENT ON FUNCTION flake_migrate_online_blockers(flake_migrate_column[], text) 
 -- USING INDEX under the old name, or the index renamed; and its comment
 -- and CLUSTER mark.
 --
-CREATE FUNCTION flake_migrate_online_indexes(cols flake_migrate_column[], target text)
+CREATE FUNCTION flake_internal.flake_migrate_online_indexes(cols flake_internal.flake_migrate_column[], target text)
 	RETURNS TABLE(relid oid, index_name name, new_index text, new_exists boolean, batch boolean, create_sql text, swap_sql text)
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -253,10 +253,10 @@ AS $$
 		   || coalesce(format('; COMMENT ON INDEX %I.%I IS %L', ic.relnamespace::regnamespace, ic.relname,
 							  obj_description(ic.oid, 'pg_class')), '')
 		   || CASE WHEN x.indisclustered THEN format('; ALTER TABLE %s CLUSTER ON %I', t.rel, ic.relname) ELSE '' END
-	FROM @extschema@.flake_migrate_online_tables(cols, target) t
+	FROM flake_internal.flake_migrate_online_tables(cols, target) t
 	JOIN pg_index x ON x.indrelid = t.relid
 	JOIN pg_class ic ON ic.oid = x.indexrelid
-	CROSS JOIN LATERAL (SELECT @extschema@.flake_migrate_online_name(ic.relname, '__flake_new') AS new_index) n
+	CROSS JOIN LATERAL (SELECT flake_internal.flake_migrate_online_name(ic.relname, '__flake_new') AS new_index) n
 	CROSS JOIN LATERAL (SELECT pg_get_indexdef(x.indexrelid) AS def,
 							   format('CREATE %sINDEX %I ON %I.%I USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END,
 									  ic.relname, ic.relnamespace::regnamespace, (SELECT c.relname FROM pg_class c WHERE c.oid = t.relid)) AS prefix) d
@@ -264,7 +264,7 @@ AS $$
 	LEFT JOIN pg_constraint k ON k.conindid = x.indexrelid AND k.conrelid = x.indrelid AND k.contype IN ('p', 'u')
 	ORDER BY t.relid, x.indisprimary DESC, ic.relname
 $$;
-COMMENT ON FUNCTION flake_migrate_online_indexes(flake_migrate_column[], text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_indexes(flake_internal.flake_migrate_column[], text) IS
 	'online migration helper: the indexes of the copied tables, how to copy them and swap the copies in';
 
 --
@@ -273,7 +273,7 @@ COMMENT ON FUNCTION flake_migrate_online_indexes(flake_migrate_column[], text) I
 -- the rows; apply the logs; build the indexes; analyze; apply the logs
 -- until they are short.
 --
-CREATE FUNCTION flake_migrate_online_prepare(cols flake_migrate_column[], target text)
+CREATE FUNCTION flake_internal.flake_migrate_online_prepare(cols flake_internal.flake_migrate_column[], target text)
 	RETURNS TABLE(phase text, rel regclass, action text, lock text, statement text, batch text, total bigint, resume text)
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -284,7 +284,7 @@ DECLARE
 	indexed		boolean;
 	applied		boolean;
 BEGIN
-	FOR t IN SELECT * FROM @extschema@.flake_migrate_online_tables(cols, target) LOOP
+	FOR t IN SELECT * FROM flake_internal.flake_migrate_online_tables(cols, target) LOOP
 		rel := t.relid;
 		batch := NULL; total := NULL; resume := NULL;
 		IF t.shadow_oid IS NULL OR t.log_oid IS NULL THEN
@@ -297,9 +297,9 @@ BEGIN
 						  (SELECT ' WITH (' || array_to_string(c.reloptions, ', ') || ')' FROM pg_class c WHERE c.oid = t.relid))
 				|| format('ALTER TABLE %s %s; ', t.shadow, t.alters)
 				|| format('CREATE TABLE %s (k %s); ', t.log, t.batch_type)
-				|| format('CREATE TRIGGER zz_flake_migrate_online_log AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.flake_migrate_online_log(%L, %L); ',
+				|| format('CREATE TRIGGER zz_flake_migrate_online_log AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log(%L, %L); ',
 						  t.rel, t.log, t.batch_key)
-				|| format('CREATE TRIGGER zz_flake_migrate_online_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.flake_migrate_online_no_truncate(); ', t.rel)
+				|| format('CREATE TRIGGER zz_flake_migrate_online_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION flake_internal.flake_migrate_online_no_truncate(); ', t.rel)
 				|| format('COMMENT ON TABLE %s IS %L; COMMENT ON TABLE %s IS %L', t.shadow, 'flake_migrate_online: the copy of ' || t.relid,
 						  t.log, 'flake_migrate_online: the log of ' || t.relid);
 			RETURN NEXT;
@@ -322,14 +322,14 @@ BEGIN
 			RETURN NEXT;
 			batch := NULL; total := NULL; resume := NULL;
 		END IF;
-		IF EXISTS (SELECT FROM @extschema@.flake_migrate_online_indexes(cols, target) x WHERE x.relid = t.relid AND NOT x.new_exists) THEN
+		IF EXISTS (SELECT FROM flake_internal.flake_migrate_online_indexes(cols, target) x WHERE x.relid = t.relid AND NOT x.new_exists) THEN
 			-- first the index of the key the batches went by, unique in
 			-- the copy as in each batch; then, since the copy is of many
 			-- snapshots, the log applied (which makes it the table of one)
 			-- before any other index, which may be unique
 			applied := false;
 			FOR r IN
-				SELECT * FROM @extschema@.flake_migrate_online_indexes(cols, target) x
+				SELECT * FROM flake_internal.flake_migrate_online_indexes(cols, target) x
 				WHERE x.relid = t.relid AND NOT x.new_exists ORDER BY x.batch DESC
 			LOOP
 				IF NOT r.batch AND NOT applied THEN
@@ -351,7 +351,7 @@ BEGIN
 		END IF;
 	END LOOP;
 	-- last, the logs of all, written meanwhile
-	FOR t IN SELECT * FROM @extschema@.flake_migrate_online_tables(cols, target) LOOP
+	FOR t IN SELECT * FROM flake_internal.flake_migrate_online_tables(cols, target) LOOP
 		rel := t.relid; batch := NULL; total := NULL; resume := NULL;
 		phase := 'apply'; action := 'apply the log until it is short'; lock := 'ACCESS SHARE (REPEATABLE READ)';
 		statement := array_to_string(t.apply, '; ');
@@ -359,14 +359,14 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_prepare(flake_migrate_column[], text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_prepare(flake_internal.flake_migrate_column[], text) IS
 	'online migration helper: the steps before the swap that are not done yet';
 
 --
 -- The columns (with their types, but for those that change) and checks of
 -- a table, to compare a table with its copy.
 --
-CREATE FUNCTION flake_migrate_online_shape(rel oid, changing name[])
+CREATE FUNCTION flake_internal.flake_migrate_online_shape(rel oid, changing name[])
 	RETURNS text
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -377,7 +377,7 @@ AS $$
 								FROM pg_constraint k WHERE k.conrelid = rel AND k.contype = 'c'), '')
 	FROM pg_attribute a WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
 $$;
-COMMENT ON FUNCTION flake_migrate_online_shape(oid, name[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_shape(oid, name[]) IS
 	'online migration helper: the columns and checks of a table, to compare it with its copy';
 
 --
@@ -390,30 +390,30 @@ COMMENT ON FUNCTION flake_migrate_online_shape(oid, name[]) IS
 -- the key's default; add the foreign keys again, NOT VALID, and note those
 -- to validate in TABLE__flake_validate.
 --
-CREATE FUNCTION flake_migrate_online_swap_sql(tbl regclass, col name, generator text,
-											  cols flake_migrate_column[], target text)
+CREATE FUNCTION flake_internal.flake_migrate_online_swap_sql(tbl regclass, col name, generator text,
+											  cols flake_internal.flake_migrate_column[], target text)
 	RETURNS text[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	key			record;
-	copied		oid[] := ARRAY(SELECT t.relid FROM @extschema@.flake_migrate_online_tables(cols, target) t);
+	copied		oid[] := ARRAY(SELECT t.relid FROM flake_internal.flake_migrate_online_tables(cols, target) t);
 	stmts		text[] := '{}';
 	adds		text[];
 	validate	text;
 BEGIN
-	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	SELECT stmts || coalesce(array_agg(s.stmt ORDER BY s.o), '{}') INTO stmts FROM (
 		SELECT d.objid AS o, format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, t.shadow, a.attname)
-		FROM @extschema@.flake_migrate_online_tables(cols, target) t
+		FROM flake_internal.flake_migrate_online_tables(cols, target) t
 		JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
 						AND d.refobjid = t.relid AND d.refobjsubid > 0 AND d.deptype = 'a'
 		JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
 		JOIN pg_attribute a ON a.attrelid = t.relid AND a.attnum = d.refobjsubid
 		WHERE NOT (t.relid = tbl AND a.attnum = key.key_attnum)) s(o, stmt);
 	SELECT stmts || coalesce(array_agg(s.detail ORDER BY o), '{}') INTO stmts
-	FROM unnest(@extschema@.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
+	FROM unnest(flake_internal.flake_migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
 												 key.default_oid, key.default_seqs)) WITH ORDINALITY s(action, detail, run, counted, o)
 	WHERE s.run;
 
@@ -436,9 +436,9 @@ BEGIN
 									  (SELECT c.relname FROM pg_class c WHERE c.oid = t.relid), t.rel, obj_description(t.relid, 'pg_class'))
 							   ORDER BY t.relid)
 		INTO stmts
-		FROM @extschema@.flake_migrate_online_tables(cols, target) t;
+		FROM flake_internal.flake_migrate_online_tables(cols, target) t;
 	END IF;
-	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts FROM @extschema@.flake_migrate_online_indexes(cols, target) x;
+	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts FROM flake_internal.flake_migrate_online_indexes(cols, target) x;
 	SELECT stmts || coalesce(array_agg(pg_get_triggerdef(g.oid)
 									   || CASE g.tgenabled WHEN 'D' THEN format('; ALTER TABLE %s DISABLE TRIGGER %I', g.tgrelid::regclass, g.tgname)
 											WHEN 'R' THEN format('; ALTER TABLE %s ENABLE REPLICA TRIGGER %I', g.tgrelid::regclass, g.tgname)
@@ -458,7 +458,7 @@ BEGIN
 					  (SELECT string_agg(DISTINCT r.grantee::regrole::text, ', ')
 					   FROM (SELECT c.relowner UNION SELECT g.grantee FROM pg_class sc, aclexplode(sc.relacl) g
 							 WHERE sc.oid = t.shadow_oid AND g.grantee <> 0) r(grantee))) AS stmt
-		FROM @extschema@.flake_migrate_online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
+		FROM flake_internal.flake_migrate_online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
 		WHERE c.relacl IS NOT NULL
 		UNION ALL
 		SELECT c.oid, g.o, format('GRANT %s ON %s TO %s%s', g.privilege_type, c.oid::regclass,
@@ -470,13 +470,13 @@ BEGIN
 	IF validate IS NOT NULL THEN
 		stmts := stmts || format('CREATE TABLE %I.%I (rel regclass, conname name); COMMENT ON TABLE %1$I.%2$I IS %3$L; INSERT INTO %1$I.%2$I VALUES %4$s',
 								 (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
-								 @extschema@.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate'),
+								 flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate'),
 								 'flake_migrate_online: the foreign keys to validate', validate);
 	END IF;
 	RETURN stmts;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_swap_sql(regclass, name, text, flake_migrate_column[], text) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_swap_sql(regclass, name, text, flake_internal.flake_migrate_column[], text) IS
 	'online migration helper: the statements of the swap';
 
 --
@@ -486,7 +486,7 @@ COMMENT ON FUNCTION flake_migrate_online_swap_sql(regclass, name, text, flake_mi
 -- that every index has its copy, apply the rest of the logs, and run the
 -- statements of flake_migrate_online_swap_sql().
 --
-CREATE FUNCTION flake_migrate_online_swap(tbl regclass, col name, generator text, also text[])
+CREATE FUNCTION flake_internal.flake_migrate_online_swap(tbl regclass, col name, generator text, also text[])
 	RETURNS integer
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -501,10 +501,10 @@ DECLARE
 	n			integer := 0;
 BEGIN
 	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
-	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	SELECT * INTO closure
-	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum,
-										   @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also),
+	FROM flake_internal.flake_migrate_closure(tbl, col, key.key_attnum,
+										   flake_internal.flake_migrate_also(tbl, col, key.key_attnum, also),
 										   generator = 'ulidflake_next', false, false);
 	-- applying the logs runs the tables' code (checks, generated columns):
 	-- only as their owner, logged in as such (as the client checks)
@@ -518,7 +518,7 @@ BEGIN
 			USING ERRCODE = 'insufficient_privilege',
 				  HINT = 'The swap runs the code of the tables; connect as their owner.';
 	END IF;
-	copied := ARRAY(SELECT t.relid FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t);
+	copied := ARRAY(SELECT t.relid FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t);
 	FOR s IN
 		SELECT DISTINCT f.conrelid::regclass::text FROM pg_constraint f
 		WHERE f.contype = 'f' AND f.confrelid = ANY (copied) AND f.conrelid <> ALL (closure.touched)
@@ -526,8 +526,8 @@ BEGIN
 		EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', s);
 	END LOOP;
 	SELECT string_agg(coalesce(x.index_name::text, t.rel), ', ') INTO missing
-	FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t
-	LEFT JOIN @extschema@.flake_migrate_online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
+	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
+	LEFT JOIN flake_internal.flake_migrate_online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
 	WHERE t.shadow_oid IS NULL OR t.log_oid IS NULL OR x.relid IS NOT NULL;
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'the copies of %, or their indexes, are not ready', missing
@@ -536,28 +536,28 @@ BEGIN
 	END IF;
 	-- a column or check added or dropped meanwhile would be lost
 	SELECT string_agg(t.rel, ', ') INTO missing
-	FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t
+	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
 	CROSS JOIN LATERAL (SELECT array_agg(a.attname) AS names FROM unnest(closure.cols) u
 						JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 						WHERE u.relid = t.relid AND u.changes) c
-	WHERE @extschema@.flake_migrate_online_shape(t.relid, c.names)
-		  IS DISTINCT FROM @extschema@.flake_migrate_online_shape(t.shadow_oid, c.names);
+	WHERE flake_internal.flake_migrate_online_shape(t.relid, c.names)
+		  IS DISTINCT FROM flake_internal.flake_migrate_online_shape(t.shadow_oid, c.names);
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'the columns or checks of % changed while it was copied', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  HINT = 'Undo the migration (flake_migrate_online --undo) and run it again.';
 	END IF;
-	FOR s IN SELECT a FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t, unnest(t.apply) a LOOP
+	FOR s IN SELECT a FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t, unnest(t.apply) a LOOP
 		EXECUTE s;
 	END LOOP;
-	FOREACH s IN ARRAY @extschema@.flake_migrate_online_swap_sql(tbl, col, generator, closure.cols, target) LOOP
+	FOREACH s IN ARRAY flake_internal.flake_migrate_online_swap_sql(tbl, col, generator, closure.cols, target) LOOP
 		EXECUTE s;
 		n := n + 1;
 	END LOOP;
 	RETURN n;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_swap(regclass, name, text, text[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_swap(regclass, name, text, text[]) IS
 	'online migration helper: the swap, in the caller''s transaction';
 
 --
@@ -565,7 +565,7 @@ COMMENT ON FUNCTION flake_migrate_online_swap(regclass, name, text, text[]) IS
 -- list of them.  One transaction; a VALIDATE takes SHARE UPDATE EXCLUSIVE
 -- on the referencing table and ROW SHARE on the referenced one.
 --
-CREATE FUNCTION flake_migrate_online_validate(list regclass)
+CREATE FUNCTION flake_internal.flake_migrate_online_validate(list regclass)
 	RETURNS integer
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -588,7 +588,7 @@ BEGIN
 	RETURN n;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_validate(regclass) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_validate(regclass) IS
 	'online migration helper: validate the foreign keys a swap added NOT VALID';
 
 ------------------------------------------------------------------------
@@ -602,7 +602,7 @@ COMMENT ON FUNCTION flake_migrate_online_validate(regclass) IS
 -- and nothing else when something is in the way; the validation alone
 -- after a swap; a single done step when nothing is left.
 --
-CREATE FUNCTION flake_migrate_online_plan(tbl regclass, col name DEFAULT 'id',
+CREATE FUNCTION flake_internal.flake_migrate_online_plan(tbl regclass, col name DEFAULT 'id',
 										  generator text DEFAULT 'flake_next',
 										  also text[] DEFAULT NULL)
 	RETURNS TABLE(step integer, phase text, rel regclass, action text, lock text,
@@ -613,12 +613,12 @@ AS $$
 DECLARE
 	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
 	list		regclass := to_regclass(format('%I.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
-											   @extschema@.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
+											   flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
 	key			record;
 	closure		record;
 	blocked		text[];
 BEGIN
-	PERFORM @extschema@.flake_migrate_arguments(tbl, col, generator, false, NULL);
+	PERFORM flake_internal.flake_migrate_arguments(tbl, col, generator, false, NULL);
 	step := 0; rel := tbl;
 	IF EXISTS (SELECT FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 			   WHERE a.attrelid = tbl AND a.attname = col
@@ -626,7 +626,7 @@ BEGIN
 		IF list IS NOT NULL THEN
 			step := 1; phase := 'validate'; action := 'validate the foreign keys added NOT VALID';
 			lock := 'SHARE UPDATE EXCLUSIVE on the referencing tables, ROW SHARE on the referenced ones';
-			statement := format('SELECT @extschema@.flake_migrate_online_validate(%L)', list);
+			statement := format('SELECT flake_internal.flake_migrate_online_validate(%L)', list);
 		ELSE
 			step := 1; phase := 'done'; action := 'note';
 			statement := format('%s.%I takes its ids from %s() already', tbl, col, generator);
@@ -637,14 +637,14 @@ BEGIN
 	-- the same checks as flake_migrate(), through its dry run
 	SELECT array_agg(m.detail ORDER BY m.step) INTO blocked
 	FROM @extschema@.flake_migrate(tbl, col, generator, NULL, true, also) m WHERE m.action = 'blocked';
-	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	IF blocked IS NULL THEN
 		SELECT * INTO closure
-		FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum,
-											   @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also),
+		FROM flake_internal.flake_migrate_closure(tbl, col, key.key_attnum,
+											   flake_internal.flake_migrate_also(tbl, col, key.key_attnum, also),
 											   generator = 'ulidflake_next', false, true);
 		SELECT array_agg(b.detail) INTO blocked
-		FROM unnest(@extschema@.flake_migrate_online_blockers(closure.cols, target)) b WHERE b.action = 'blocked';
+		FROM unnest(flake_internal.flake_migrate_online_blockers(closure.cols, target)) b WHERE b.action = 'blocked';
 	END IF;
 	IF blocked IS NOT NULL THEN
 		FOREACH statement IN ARRAY blocked LOOP
@@ -655,33 +655,33 @@ BEGIN
 	END IF;
 
 	FOR phase, rel, action, lock, statement, batch, total, resume IN
-		SELECT * FROM @extschema@.flake_migrate_online_prepare(closure.cols, target)
+		SELECT * FROM flake_internal.flake_migrate_online_prepare(closure.cols, target)
 	LOOP
 		step := step + 1;
 		RETURN NEXT;
 	END LOOP;
 	step := step + 1; phase := 'swap'; rel := tbl; action := 'put the copies in the tables'' place';
 	lock := 'ACCESS EXCLUSIVE on every table changed, SHARE ROW EXCLUSIVE on those referencing them, a moment';
-	statement := format('SELECT @extschema@.flake_migrate_online_swap(%L, %L, %L, %L)', tbl, col, generator, also);
+	statement := format('SELECT flake_internal.flake_migrate_online_swap(%L, %L, %L, %L)', tbl, col, generator, also);
 	-- what it runs, for the dry run
-	batch := array_to_string(@extschema@.flake_migrate_online_swap_sql(tbl, col, generator, closure.cols, target), E';\n  ');
+	batch := array_to_string(flake_internal.flake_migrate_online_swap_sql(tbl, col, generator, closure.cols, target), E';\n  ');
 	total := NULL; resume := NULL;
 	RETURN NEXT;
 	IF EXISTS (SELECT FROM pg_constraint f
 			   WHERE f.contype = 'f' AND f.convalidated
-				 AND (f.conrelid IN (SELECT t.relid FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t)
-					  OR f.confrelid IN (SELECT t.relid FROM @extschema@.flake_migrate_online_tables(closure.cols, target) t))) THEN
+				 AND (f.conrelid IN (SELECT t.relid FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t)
+					  OR f.confrelid IN (SELECT t.relid FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t))) THEN
 		step := step + 1; phase := 'validate'; action := 'validate the foreign keys added NOT VALID';
 		lock := 'SHARE UPDATE EXCLUSIVE on the referencing tables, ROW SHARE on the referenced ones';
-		statement := format('SELECT @extschema@.flake_migrate_online_validate(%L)',
+		statement := format('SELECT flake_internal.flake_migrate_online_validate(%L)',
 							format('%I.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
-								   @extschema@.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
+								   flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
 		batch := NULL;
 		RETURN NEXT;
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_plan(regclass, name, text, text[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_plan(regclass, name, text, text[]) IS
 	'the steps left of an online migration to flake ids (run by the flake_migrate_online program), or what blocks it';
 
 --
@@ -689,7 +689,7 @@ COMMENT ON FUNCTION flake_migrate_online_plan(regclass, name, text, text[]) IS
 -- transaction drops the triggers, the log and the copy.  The tables were
 -- never changed but for the triggers.
 --
-CREATE FUNCTION flake_migrate_online_undo(tbl regclass, col name DEFAULT 'id', also text[] DEFAULT NULL)
+CREATE FUNCTION flake_internal.flake_migrate_online_undo(tbl regclass, col name DEFAULT 'id', also text[] DEFAULT NULL)
 	RETURNS TABLE(step integer, phase text, rel regclass, action text, lock text, statement text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -698,17 +698,17 @@ DECLARE
 	key			record;
 	closure		record;
 BEGIN
-	SELECT * INTO key FROM @extschema@.flake_migrate_key(tbl, col);
+	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	SELECT * INTO closure
-	FROM @extschema@.flake_migrate_closure(tbl, col, key.key_attnum,
-										   @extschema@.flake_migrate_also(tbl, col, key.key_attnum, also),
+	FROM flake_internal.flake_migrate_closure(tbl, col, key.key_attnum,
+										   flake_internal.flake_migrate_also(tbl, col, key.key_attnum, also),
 										   true, false, true);
 	step := 0;
 	FOR rel, statement IN
 		SELECT t.relid::regclass,
 			   format('DROP TRIGGER IF EXISTS zz_flake_migrate_online_log ON %s; DROP TRIGGER IF EXISTS zz_flake_migrate_online_no_truncate ON %1$s', t.rel)
 			   || coalesce('; DROP TABLE ' || t.log_oid::regclass::text, '') || coalesce('; DROP TABLE ' || t.shadow_oid::regclass::text, '')
-		FROM @extschema@.flake_migrate_online_tables(closure.cols, 'bigint') t
+		FROM flake_internal.flake_migrate_online_tables(closure.cols, 'bigint') t
 		WHERE t.shadow_oid IS NOT NULL OR t.log_oid IS NOT NULL
 		   OR EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = t.relid AND g.tgname = 'zz_flake_migrate_online_log')
 		ORDER BY t.relid DESC
@@ -719,5 +719,5 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_migrate_online_undo(regclass, name, text[]) IS
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_undo(regclass, name, text[]) IS
 	'the steps that undo an online migration to flake ids that has not swapped yet';

@@ -8,7 +8,8 @@
  *		test/fuzz/fuzz_randflake_text.c src/randflake_text.c -o /tmp/fz_randflake
  *	/tmp/fz_randflake -max_total_time=60
  *
- * The specification (DESIGN.md, src/randflake_text.c): a text is the
+ * The specification (README, "Reference": randflake_encode and
+ * randflake_parse; src/randflake_text.c): a text is the
  * base-32 digits 0-9a-v of the uint64, most significant first, without
  * leading zeros; parsing also takes A-V, ignores any run of trailing '=',
  * accepts leading zeros in any number, and rejects as malformed an empty

@@ -23,7 +23,9 @@
  * 3. randflake_decrypt(randflake_encrypt(v)) == v and the other way round,
  *	  and randflake_encrypt(v) is sparx64_encrypt of v's 8 little-endian
  *	  bytes read as four big-endian words, the output read back the same
- *	  way (DESIGN.md), here done byte by byte through memory.
+ *	  way (the byte order of gosuda/randflake v1.8.0, which the README's
+ *	  "randflake_next()" names as the reference, and whose vectors are in
+ *	  test/data), here done byte by byte through memory.
  * 4. randflake_encrypt_batch gives what randflake_encrypt gives, lane by
  *	  lane, on exact heap blocks.
  *

@@ -1,7 +1,7 @@
-# Without shared_preload_libraries: the ulidflake type works and
-# ulidflake_next() keeps its state per backend; flake_next() and
-# randflake_next() refuse with a hint showing the postgresql.conf line;
-# decoders work.
+# Without shared_preload_libraries: CREATE EXTENSION warns, in the session
+# and in the server log; the ulidflake type works and ulidflake_next() keeps
+# its state per backend; flake_next() and randflake_next() refuse with a
+# hint to add flake to the libraries already listed; decoders work.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -14,7 +14,17 @@ $node->append_conf('postgresql.conf', "flake.randflake_secret = 'dffd6021bb2bd5b
 $node->start;
 
 is($node->safe_psql('postgres', q{SHOW shared_preload_libraries}), '', 'flake is not preloaded');
-$node->safe_psql('postgres', 'CREATE EXTENSION flake');
+my $log_start = -s $node->logfile;
+my ($created, $out, $warning) =
+  $node->psql('postgres', "\\set VERBOSITY verbose\nCREATE EXTENSION flake");
+is($created, 0, 'CREATE EXTENSION succeeds');
+like($warning, qr/WARNING:  55000: flake is not loaded through shared_preload_libraries\n.*flake_leases stays empty/s,
+	'CREATE EXTENSION warns that flake is not preloaded');
+like($warning, qr/HINT:  Add flake to shared_preload_libraries in postgresql.conf, after the libraries already listed/,
+	'the hint says to add flake to the libraries already listed');
+like(substr(slurp_file($node->logfile), $log_start),
+	qr/WARNING:  flake is not loaded through shared_preload_libraries/,
+	'the warning reaches the server log');
 
 is( $node->safe_psql('postgres', q{
 		WITH g AS MATERIALIZED (SELECT n, ulidflake_next() AS v FROM generate_series(1, 200000) n)
@@ -39,8 +49,8 @@ foreach my $call ('flake_next()', 'flake_next(5)', 'randflake_next()')
 	isnt($ret, 0, "$call fails");
 	like($stderr, qr/ERROR:  55000: flake is not loaded through shared_preload_libraries/,
 		"$call: 55000 names the missing preload");
-	like($stderr, qr/HINT:  Add this line to postgresql.conf and restart the server:\nshared_preload_libraries = 'flake'/,
-		"$call: the hint shows the line to add");
+	like($stderr, qr/HINT:  Add flake to shared_preload_libraries in postgresql.conf, after the libraries already listed \(for example shared_preload_libraries = 'pg_stat_statements,flake'\), and restart the server./,
+		"$call: the hint says to add flake to the libraries already listed");
 }
 
 is( $node->safe_psql('postgres', q{

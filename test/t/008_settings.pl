@@ -1,6 +1,6 @@
 # Settings are checked at server start: an invalid value or layout stops the
-# server with a FATAL message that names the setting, the value and the
-# valid range or reason (never the value of the secret); a valid
+# server with a FATAL message, logged once (no WARNING before it), that names
+# the setting, the value and the valid range or reason (never the value of the secret); a valid
 # non-default layout is used by generation and decoding; once running, a
 # reload with an invalid value is refused and the old value stays.
 use strict;
@@ -63,6 +63,8 @@ foreach my $case (@bad)
 	ok(!$node->start(fail_ok => 1), "server refuses to start with: $settings");
 	my $log = substr(slurp_file($node->logfile), $log_start);
 	like($log, $message, 'the log says which setting and why');
+	my @reports = $log =~ /^.*(?:WARNING|ERROR|FATAL|PANIC):  .*$/mg;
+	is(scalar(@reports), 1, 'once') or diag(join("\n", @reports));
 }
 unlike(slurp_file($node->logfile), qr/$secret/, 'the log never shows the secret');
 

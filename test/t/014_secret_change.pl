@@ -57,7 +57,7 @@ is_deeply(\@changes,
 	[ "flake.randflake_secret changed from key fingerprint $fp_old to $fp_new",
 	  "flake.randflake_secret changed from key fingerprint $fp_new to none" ],
 	'each change is logged once, with both fingerprints');
-like($log, qr/DETAIL:  Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, .*\n.*HINT:  Decode ids made before with randflake_decode\(id, old key\)/,
+like($log, qr/DETAIL:  Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, .*\n.*HINT:  Decode ids made before with randflake_decode\(id, '\\x<old key>'\)/,
 	'the log says what a change means');
 foreach my $key ($old, $new)
 {

@@ -29,8 +29,8 @@ like($stderr, qr/ERROR:  55000: flake.rekey_nodes is empty/, 'without flake.reke
 like($stderr, qr/HINT:  Leave some nodes out of flake.nodes/, 'the hint shows what to set');
 is( $node->safe_psql('postgres', q{
 		SELECT detail FROM flake_migrate('rentals', rekey_from => 'at', dry_run => true) WHERE action = 'blocked'}),
-	'flake.rekey_nodes is empty (SQLSTATE 55000). Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys.',
-	'a dry run lists it as blocked');
+	'flake.rekey_nodes is empty (SQLSTATE 55000). Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys. Hint: Leave some nodes out of flake.nodes, here and on every server that shares keys, and name them in flake.rekey_nodes, for example flake.nodes = \'0-1015\' and flake.rekey_nodes = \'1016-1023\'; then restart the server.',
+	'a dry run lists it as blocked, with what to set');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM flake_migrate('rentals', dry_run => true)}),
 	'5', 'migrating without rekeying needs no reserved node');
 

@@ -342,7 +342,7 @@ $node->safe_psql('postgres', q{
 	GRANT CREATE ON SCHEMA public TO mallory;
 	SET ROLE mallory;
 	CREATE TABLE mine (id int PRIMARY KEY);
-	CREATE TRIGGER t AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION flake_migrate_online_log('public.victim_log', 'id');
+	CREATE TRIGGER t AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log('public.victim_log', 'id');
 });
 ($rc, undef, $err) = $node->psql('postgres', 'SET ROLE mallory; INSERT INTO mine VALUES (1)');
 like($err, qr/flake_migrate_online_log\(\) needs a log table and a key column/, 'a log of another owner is refused');
@@ -367,8 +367,18 @@ $node->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO eve');
 is($rc, 0, 'the owner connected as itself migrates it') or diag($err);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'eves'::regclass AND tgname = 'zz_flake_migrate_online_log'}),
 	'1', 'and it is under way');
-($rc, undef, $err) = $node->psql('postgres', q{SELECT flake_migrate_online_swap('eves', 'id', 'flake_next', NULL)});
+($rc, undef, $err) = $node->psql('postgres', q{SELECT flake_internal.flake_migrate_online_swap('eves', 'id', 'flake_next', NULL)});
 like($err, qr/must be logged in as the owner of public\.eves/, 'the swap called by a superuser is refused too');
+# ... and to the end, with the extension's helpers (in flake_internal)
+# called with the owner's rights
+$node->safe_psql('postgres', 'INSERT INTO eves SELECT FROM generate_series(1, 3)');
+($rc, undef, $err) = online([ '-t', 'eves' ], user => 'eve');
+is($rc, 0, 'the owner finishes it') or diag($err);
+is($node->safe_psql('postgres', q{
+	SELECT format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid), (SELECT count(*) FROM eves)
+	FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+	WHERE a.attrelid = 'eves'::regclass AND a.attname = 'id'}),
+	'bigint|flake_next()|3', 'eves.id is a bigint from flake_next(), every row kept');
 
 ($rc, $out) = online([ '--help' ]);
 is($rc, 0, '--help exits 0');

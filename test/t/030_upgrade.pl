@@ -63,17 +63,27 @@ sub members
 my $fresh = members('fresh');
 like($fresh, qr/CREATE FUNCTION public\.flake_next\(\)/, 'the dump lists the extension\'s objects');
 
-# The same comparison through the catalogs: every member with its definition.
+# The same comparison through the catalogs: every member with its
+# definition and its privileges (the schema flake_internal's USAGE, the
+# functions' EXECUTE, the view's SELECT).
 my $catalog = q{
 	SELECT string_agg(pg_describe_object(classid, objid, 0) || ': ' ||
 					  coalesce((SELECT pg_get_functiondef(oid) FROM pg_proc
 								   WHERE classid = 'pg_proc'::regclass AND oid = objid
-									 AND prokind <> 'a'), ''),
+									 AND prokind <> 'a'), '') || ' acl ' ||
+					  coalesce((SELECT proacl::text FROM pg_proc WHERE classid = 'pg_proc'::regclass AND oid = objid),
+							   (SELECT nspacl::text FROM pg_namespace WHERE classid = 'pg_namespace'::regclass AND oid = objid),
+							   (SELECT relacl::text FROM pg_class WHERE classid = 'pg_class'::regclass AND oid = objid),
+							   (SELECT typacl::text FROM pg_type WHERE classid = 'pg_type'::regclass AND oid = objid),
+							   'default'),
 					  E'\n' ORDER BY pg_describe_object(classid, objid, 0))
 	FROM pg_depend
 	WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
 	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'flake')};
 my $fresh_catalog = $node->safe_psql('fresh', $catalog);
+like($fresh_catalog, qr/^schema flake_internal: +acl \{[^}]*=U\/[^}]*\}$/m, 'the catalogs list flake_internal, with USAGE for PUBLIC');
+like($fresh_catalog, qr/^function flake_internal\.flake_migrate_as_owner\(regclass,text,boolean\): CREATE OR REPLACE FUNCTION flake_internal\./m,
+	'and the helpers in it');
 
 foreach my $version (@released)
 {
