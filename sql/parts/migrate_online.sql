@@ -106,13 +106,22 @@ AS $$
 								   ELSE quote_ident(a.attname) END, ', ' ORDER BY a.attnum)
 			FROM pg_attribute a LEFT JOIN unnest(cols) u ON u.relid = a.attrelid AND u.attnum = a.attnum
 			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') AS copies,
-		   (SELECT string_agg(format('ALTER COLUMN %I TYPE %s USING CAST(CAST(%1$I AS bigint) AS %2$s)', a.attname, target)
-							  -- the key's sequence is the table's alone
-							  || CASE WHEN u.relid = cols[1].relid AND u.attnum = cols[1].attnum
-								 THEN format(', ALTER COLUMN %I DROP DEFAULT', a.attname) ELSE '' END,
-							  ', ' ORDER BY a.attnum)
-			FROM unnest(cols) u JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-			WHERE u.relid = c.oid AND u.changes) AS alters
+		   concat_ws(', ',
+					 (SELECT string_agg(format('ALTER COLUMN %I TYPE %s USING CAST(CAST(%1$I AS bigint) AS %2$s)', a.attname, target)
+										-- the key's sequence is the table's alone
+										|| CASE WHEN u.relid = cols[1].relid AND u.attnum = cols[1].attnum
+										   THEN format(', ALTER COLUMN %I DROP DEFAULT', a.attname) ELSE '' END,
+										', ' ORDER BY a.attnum)
+					  FROM unnest(cols) u JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+					  WHERE u.relid = c.oid AND u.changes),
+					 -- the columns' statistics targets and options, which LIKE leaves
+					 (SELECT string_agg(concat_ws(', ', CASE WHEN a.attstattarget >= 0
+														THEN format('ALTER COLUMN %I SET STATISTICS %s', a.attname, a.attstattarget) END,
+												  format('ALTER COLUMN %I SET (%s)', a.attname, array_to_string(a.attoptions, ', '))),
+										', ' ORDER BY a.attnum)
+					  FROM pg_attribute a
+					  WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+						AND (a.attstattarget >= 0 OR a.attoptions IS NOT NULL))) AS alters
 	FROM pg_class c
 	CROSS JOIN LATERAL (SELECT flake_internal.flake_migrate_online_name(c.relname, '__flake_new') AS shadow_name,
 							   flake_internal.flake_migrate_online_name(c.relname, '__flake_log') AS log_name) s
@@ -178,6 +187,7 @@ BEGIN
 			(c.relreplident NOT IN ('d'), 'a replica identity other than the primary key'),
 			(c.reltablespace <> 0, 'a tablespace of its own'),
 			(c.reloftype <> 0, 'a typed table'),
+			(EXISTS (SELECT FROM pg_class t WHERE t.oid = c.reltoastrelid AND t.reloptions IS NOT NULL), 'storage parameters of its TOAST table'),
 			(NOT has_schema_privilege(c.relnamespace, 'CREATE'), 'no CREATE privilege on its schema, for the copy'),
 			(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attacl IS NOT NULL), 'column privileges'),
 			(EXISTS (SELECT FROM aclexplode(c.relacl) g WHERE g.grantor <> c.relowner), 'privileges granted by another role'),

@@ -37,7 +37,8 @@ sub online
 
 # Tables in schema $s and $s_sales, with $n orders: a composite foreign
 # key, an also => column, a check, an index with INCLUDE, grants,
-# comments, triggers (one disabled) to carry over.
+# comments, triggers (one disabled), column statistics settings to carry
+# over.
 sub make_tables
 {
 	my ($s, $n) = @_;
@@ -46,6 +47,7 @@ sub make_tables
 		CREATE TABLE $s.orders (id serial PRIMARY KEY, tenant int NOT NULL DEFAULT 1 CHECK (tenant > 0),
 								placed timestamptz NOT NULL DEFAULT '2025-01-01', UNIQUE (tenant, id));
 		COMMENT ON TABLE $s.orders IS 'orders'; COMMENT ON COLUMN $s.orders.id IS 'the order';
+		ALTER TABLE $s.orders ALTER COLUMN placed SET STATISTICS 500, ALTER COLUMN tenant SET (n_distinct = 3);
 		GRANT SELECT ON $s.orders TO PUBLIC;
 		CREATE TABLE ${s}_sales.lines (id bigserial PRIMARY KEY,
 			order_id int NOT NULL REFERENCES $s.orders ON DELETE CASCADE,
