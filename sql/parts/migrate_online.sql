@@ -310,6 +310,8 @@ BEGIN
 				|| format('CREATE TRIGGER zz_flake_migrate_online_log AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log(%L, %L); ',
 						  t.rel, t.log, t.batch_key)
 				|| format('CREATE TRIGGER zz_flake_migrate_online_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION flake_internal.flake_migrate_online_no_truncate(); ', t.rel)
+				-- also for a subscription's writes (session_replication_role)
+				|| format('ALTER TABLE %s ENABLE ALWAYS TRIGGER zz_flake_migrate_online_log, ENABLE ALWAYS TRIGGER zz_flake_migrate_online_no_truncate; ', t.rel)
 				|| format('COMMENT ON TABLE %s IS %L; COMMENT ON TABLE %s IS %L', t.shadow, 'flake_migrate_online: the copy of ' || t.relid,
 						  t.log, 'flake_migrate_online: the log of ' || t.relid);
 			RETURN NEXT;
@@ -539,6 +541,15 @@ BEGIN
 	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
 	LEFT JOIN flake_internal.flake_migrate_online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
 	WHERE t.shadow_oid IS NULL OR t.log_oid IS NULL OR x.relid IS NOT NULL;
+	-- every write since the copy began must be in the log
+	SELECT string_agg(t.rel, ', ') INTO s
+	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
+	WHERE NOT EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = t.relid AND g.tgname = 'zz_flake_migrate_online_log' AND g.tgenabled = 'A');
+	IF s IS NOT NULL THEN
+		RAISE EXCEPTION 'the log trigger of % was disabled or dropped during the copy', s
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Writes may be missing from the copy: undo the migration (flake_migrate_online --undo) and run it again.';
+	END IF;
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'the copies of %, or their indexes, are not ready', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',

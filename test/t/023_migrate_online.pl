@@ -134,11 +134,13 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relname LI
 
 # the online migration while three clients write, each statement to app's
 # tables and to the mirror: orders with lines, updates of lines, changes
-# of their key, deletes, reads
+# of their key, deletes, reads; as a subscription writes (replica mode,
+# where only ALWAYS triggers fire)
 my $script = $node->basedir . '/writes.sql';
 append_to_file($script, q{
 \set t random(1, 3)
 \set k random(1, 4000)
+SET session_replication_role = :mode;
 WITH o AS (INSERT INTO app.orders (tenant) VALUES (:t) RETURNING *), l AS (INSERT INTO app_sales.lines (order_id, tenant) SELECT id, tenant FROM o RETURNING *), m AS (INSERT INTO mir.orders SELECT * FROM o) INSERT INTO mir.lines SELECT * FROM l;
 WITH x AS (UPDATE app_sales.lines SET qty = qty + 1 WHERE id = :k RETURNING id, qty) UPDATE mir.lines m SET qty = x.qty FROM x WHERE m.id = x.id;
 WITH x AS (UPDATE app_sales.lines SET id = id + 1000000 WHERE id = :k + 1 RETURNING id) UPDATE mir.lines m SET id = x.id FROM x WHERE m.id = x.id - 1000000;
@@ -149,7 +151,7 @@ my ($bench_out, $bench_err) = ('', '');
 my $bench = IPC::Run::start(
 	[
 		'pgbench', '--no-vacuum', '--client' => 3, '--jobs' => 3, '--time' => 900,
-		'--protocol' => 'simple', '--file' => $script,
+		'--protocol' => 'simple', '--file' => $script, '--define' => 'mode=replica',
 		'--host' => $node->host, '--port' => $node->port, 'postgres'
 	],
 	'>', \$bench_out, '2>', \$bench_err);
@@ -278,6 +280,11 @@ is($rc, 3, 'a column added during the migration: refused');
 like($err, qr/public\.und: its columns or checks changed while it was copied/, 'and says why');
 is($node->safe_psql('postgres', $und_usable), '1', 'the tables are in use');
 $node->safe_psql('postgres', 'ALTER TABLE und DROP COLUMN w');
+# the log trigger disabled meanwhile: the swap refuses
+$node->safe_psql('postgres', 'ALTER TABLE und_child DISABLE TRIGGER zz_flake_migrate_online_log');
+($rc, $out, $err) = online([ '-t', 'und' ]);
+is($rc, 1, 'the log trigger disabled during the migration: the swap refuses');
+like($err, qr/the log trigger of public\.und_child was disabled or dropped during the copy/, 'and says why');
 ($rc, $out, $err) = online([ '-t', 'und', '--undo' ]);
 is($rc, 0, 'undone') or diag($out, $err);
 $node->safe_psql('postgres', 'DELETE FROM und_child WHERE k < 0; DELETE FROM und WHERE v = 0');
