@@ -198,21 +198,6 @@ guard_spec(FunctionCallInfo fcinfo, TriggerData *trigdata)
 	return spec;
 }
 
-typedef struct NodeLookup
-{
-	int64		node;
-	bool		found;
-} NodeLookup;
-
-static void
-find_node(int64 lo, int64 hi, void *arg)
-{
-	NodeLookup *lookup = (NodeLookup *) arg;
-
-	if (lookup->node >= lo && lookup->node <= hi)
-		lookup->found = true;
-}
-
 /* A nodes setting, quoted for a message. */
 static const char *
 nodes_text(const char *setting)
@@ -226,10 +211,7 @@ nodes_text(const char *setting)
 static bool
 node_in(const char *setting, int bits, int64 node)
 {
-	NodeLookup	lookup = {node, false};
-
-	flake_nodes_foreach(setting ? setting : "", bits, find_node, &lookup);
-	return lookup.found;
+	return flake_nodes_contain(setting ? setting : "", bits, node);
 }
 
 /*

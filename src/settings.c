@@ -316,6 +316,24 @@ flake_nodes_count(const char *str, int bits)
 	return count;
 }
 
+/* flake_nodes_foreach callback: the node sought becomes -1 once found. */
+static void
+find_node(int64 lo, int64 hi, void *arg)
+{
+	int64	   *node = (int64 *) arg;
+
+	if (*node >= lo && *node <= hi)
+		*node = -1;
+}
+
+/* Whether a nodes setting known to be valid holds a node. */
+bool
+flake_nodes_contain(const char *str, int bits, int64 node)
+{
+	flake_nodes_foreach(str, bits, find_node, &node);
+	return node < 0;
+}
+
 /*
  * What is wrong with a list in the syntax of the nodes settings, for a node
  * space of the given bits, or NULL.

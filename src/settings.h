@@ -28,6 +28,7 @@ extern bool flake_parse_epoch(const char *str, int64 *unix_ms);
 extern bool flake_check_node_list(const char *name, const char *value,
 								  int bits, const char *space);
 extern int64 flake_nodes_count(const char *str, int bits);
+extern bool flake_nodes_contain(const char *str, int bits, int64 node);
 extern const char *flake_nodes_problem(const char *str, int bits);
 extern void flake_nodes_foreach(const char *str, int bits,
 								void (*add) (int64 lo, int64 hi, void *arg),

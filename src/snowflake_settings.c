@@ -112,32 +112,13 @@ find_overlap(int64 lo, int64 hi, void *arg)
 			overlap->first = n;
 }
 
-/* Whether a list of the nodes settings holds a node. */
-typedef struct NodeSearch
-{
-	int64		node;
-	bool		found;
-} NodeSearch;
-
-static void
-find_node(int64 lo, int64 hi, void *arg)
-{
-	NodeSearch *search = (NodeSearch *) arg;
-
-	if (search->node >= lo && search->node <= hi)
-		search->found = true;
-}
-
 /* Whether a node of the node space is one of flake.rekey_nodes. */
 bool
 snowflake_is_rekey_node(int node)
 {
-	NodeSearch	search = {node, false};
-
 	if (snowflake_rekey_nodes_string == NULL || *snowflake_rekey_nodes_string == '\0')
 		return false;
-	flake_nodes_foreach(snowflake_rekey_nodes_string, snowflake_node_bits, find_node, &search);
-	return search.found;
+	return flake_nodes_contain(snowflake_rekey_nodes_string, snowflake_node_bits, node);
 }
 
 /*
