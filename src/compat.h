@@ -67,6 +67,16 @@
 #endif
 
 /*
+ * A qualified name's parts from its text: PostgreSQL 16 adds a context for
+ * soft errors (NULL: raise them).  Callers include utils/regproc.h.
+ */
+#if PG_VERSION_NUM >= 160000
+#define flake_qualified_name_list(string) stringToQualifiedNameList(string, NULL)
+#else
+#define flake_qualified_name_list(string) stringToQualifiedNameList(string)
+#endif
+
+/*
  * A sequential scan of a whole table: PostgreSQL 19 adds flags for the
  * caller (its callers include access/tableam.h).
  */

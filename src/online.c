@@ -39,6 +39,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "compat.h"
+
 PG_FUNCTION_INFO_V1(flake_migrate_online_log);
 
 /* The log named by the trigger's first argument, checked and opened. */
@@ -49,7 +51,7 @@ log_open(Relation rel, Trigger *trigger, Oid key_type)
 	Relation	log;
 
 	if (trigger->tgnargs == 2)
-		logid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(trigger->tgargs[0])),
+		logid = RangeVarGetRelid(makeRangeVarFromNameList(flake_qualified_name_list(trigger->tgargs[0])),
 								 RowExclusiveLock, true);
 	log = OidIsValid(logid) ? table_open(logid, NoLock) : NULL;
 	if (log == NULL ||
