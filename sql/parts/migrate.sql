@@ -511,6 +511,209 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_closure(regclass, name, smallin
 -- depend on a column whose type changes.  Each is an error, or with
 -- collect (a dry run) a blocked step in the result.
 --
+CREATE FUNCTION flake_internal.flake_migrate_check_types(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
+									   touched oid[])
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	list		text;
+BEGIN
+	-- a referencing column must hold the new ids too
+	SELECT string_agg(format('%s.%I (%s)', a.attrelid::regclass, a.attname,
+							 format_type(a.atttypid, a.atttypmod)), ', ')
+	INTO list
+	FROM unnest(cols) u
+	JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+	WHERE NOT flake_internal.flake_migrate_holds_ids(a.atttypid, a.atttypmod);
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'columns referencing %.% are not integers', tbl, quote_ident(col)
+			USING ERRCODE = 'datatype_mismatch',
+				  DETAIL = format('Referencing columns: %s.', list);
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_check_types(regclass, name, flake_internal.flake_migrate_column[], oid[]) IS
+	'flake_migrate() check: every column that references the key holds integers, or an error';
+
+CREATE FUNCTION flake_internal.flake_migrate_check_numeric(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
+									   touched oid[])
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r			record;
+	cnt			bigint;
+BEGIN
+	-- numeric columns become bigint: their values must be whole and fit
+	FOR r IN
+		SELECT a.attrelid::regclass AS rel, a.attname
+		FROM unnest(cols) u
+		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+		JOIN pg_class c ON c.oid = u.relid
+		WHERE a.atttypid = 'numeric'::regtype
+		  -- read as the owner: a dry run shows the tables whose owner
+		  -- the caller is not as blocked already (flake_migrate_lock)
+		  AND pg_has_role(c.relowner, 'USAGE')
+	LOOP
+		SELECT * INTO cnt
+		FROM flake_internal.flake_migrate_read_as_owner(r.rel, format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
+																   r.rel, r.attname),
+													 false)
+			 AS n(cnt bigint);
+		IF cnt > 0 THEN
+			RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
+				USING ERRCODE = 'numeric_value_out_of_range',
+					  DETAIL = format('Rows with a fraction or a value beyond bigint: %s. The column becomes bigint.', cnt);
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_check_numeric(regclass, name, flake_internal.flake_migrate_column[], oid[]) IS
+	'flake_migrate() check: the values of numeric columns that become bigint are whole and fit, or an error';
+
+CREATE FUNCTION flake_internal.flake_migrate_check_foreign_keys(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
+									   touched oid[])
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	list		text;
+BEGIN
+	-- a foreign key from one of the columns to a column that keeps its
+	-- values would stop the new ids
+	SELECT string_agg(format('%s (%s.%I) references %s.%I', c.conname, c.conrelid::regclass, a.attname,
+							 c.confrelid::regclass, fa.attname), ', ' ORDER BY c.conrelid, c.conname, k)
+	INTO list
+	FROM unnest(cols) u
+	JOIN pg_constraint c ON c.contype = 'f' AND c.conrelid = u.relid
+	CROSS JOIN LATERAL generate_subscripts(c.conkey, 1) k
+	JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[k]
+	JOIN pg_attribute fa ON fa.attrelid = c.confrelid AND fa.attnum = c.confkey[k]
+	WHERE c.conkey[k] = u.attnum
+	  AND (c.confrelid, c.confkey[k]) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x);
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'columns that would get ids of %.% also reference other keys', tbl, quote_ident(col)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Foreign keys: %s; their values must exist there too.', list),
+				  HINT = 'Migrate the table they reference instead (the columns referencing its key follow), or drop those foreign keys first.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_check_foreign_keys(regclass, name, flake_internal.flake_migrate_column[], oid[]) IS
+	'flake_migrate() check: the columns to change reference no key that keeps its values, or an error';
+
+CREATE FUNCTION flake_internal.flake_migrate_check_citus(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
+									   touched oid[])
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	list		text;
+BEGIN
+	-- Citus changes neither the default nor the type of a distributed
+	-- table's distribution column (looked up only where Citus is)
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+		EXECUTE $q$
+			SELECT string_agg(format('%s.%I', p.logicalrelid::regclass, a.attname), ', ' ORDER BY 1)
+			FROM pg_dist_partition p
+			JOIN pg_attribute a ON a.attrelid = p.logicalrelid
+				AND a.attnum = substring(p.partkey FROM ':varattno (\d+)')::int2
+			WHERE (p.logicalrelid = $2 AND a.attname = $3)
+			   OR (a.attrelid, a.attnum) IN (SELECT u.relid, u.attnum FROM unnest($1) u WHERE u.changes)
+		$q$ INTO list USING cols, tbl, col;
+		IF list IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot migrate %.%: Citus distributes tables by the columns it would change', tbl, quote_ident(col)
+				USING ERRCODE = 'feature_not_supported',
+					  DETAIL = format('Distribution columns: %s. Citus changes neither the default nor the type of a distribution column.', list),
+					  HINT = format('Give the key its default before distributing the table (ALTER TABLE ... SET DEFAULT, then create_distributed_table), or: SELECT undistribute_table(%L); then flake_migrate, then create_distributed_table again with the same distribution column and co-location.', tbl::text);
+		END IF;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_check_citus(regclass, name, flake_internal.flake_migrate_column[], oid[]) IS
+	'flake_migrate() check: no column to change distributes a Citus table, or an error';
+
+CREATE FUNCTION flake_internal.flake_migrate_check_hierarchy(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
+									   touched oid[])
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	list		text;
+BEGIN
+	-- the tables, each on its own
+	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
+		SELECT format(CASE WHEN c.relispartition THEN '%s is a partition of %s' ELSE '%s inherits from %s' END,
+					  h.inhrelid::regclass, h.inhparent::regclass) AS x
+		FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+		WHERE h.inhrelid = ANY (touched) OR h.inhparent = ANY (touched)
+		UNION
+		SELECT format('%s is partitioned', c.oid::regclass)
+		FROM pg_class c
+		WHERE c.oid = ANY (touched) AND c.relkind = 'p'
+		  AND NOT EXISTS (SELECT FROM pg_inherits h WHERE h.inhparent = c.oid)) s;
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot migrate tables of a partitioned or inheritance hierarchy'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('%s.', list),
+				  HINT = 'flake_migrate changes single tables; migrate the key of a partitioned table by hand.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_check_hierarchy(regclass, name, flake_internal.flake_migrate_column[], oid[]) IS
+	'flake_migrate() check: no table to alter is in a partitioned or inheritance hierarchy, or an error';
+
+CREATE FUNCTION flake_internal.flake_migrate_check_dependents(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
+									   touched oid[])
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	list		text;
+BEGIN
+	-- objects that would stop a column's type change
+	SELECT string_agg(DISTINCT x, ', ' ORDER BY x) INTO list FROM (
+		SELECT CASE
+			WHEN d.classid = 'pg_rewrite'::regclass AND w.rulename = '_RETURN'
+				THEN format('%s %s', CASE v.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
+							w.ev_class::regclass)
+			ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END AS x
+		FROM unnest(cols) u
+		JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = u.relid
+						AND d.refobjsubid = u.attnum
+		LEFT JOIN pg_rewrite w ON d.classid = 'pg_rewrite'::regclass AND w.oid = d.objid
+		LEFT JOIN pg_class v ON v.oid = w.ev_class
+		LEFT JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+		LEFT JOIN pg_attrdef ad ON d.classid = 'pg_attrdef'::regclass AND ad.oid = d.objid
+		WHERE u.changes
+		  -- carried through a type change by ALTER TABLE, or handled here
+		  AND d.classid NOT IN ('pg_constraint'::regclass, 'pg_statistic_ext'::regclass)
+		  AND NOT (d.classid = 'pg_class'::regclass AND c.relkind IN ('i', 'I', 'S'))
+		  AND NOT (d.classid = 'pg_attrdef'::regclass AND ad.adrelid = u.relid
+				   AND ad.adnum = u.attnum)) s;
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot change the type of %.% and the columns referencing it', tbl, quote_ident(col)
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('These objects depend on the columns: %s.', list),
+				  HINT = 'Drop them in the same transaction before flake_migrate and create them again after it (pg_get_viewdef() and pg_get_triggerdef() show their definitions; grant their privileges again).';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_check_dependents(regclass, name, flake_internal.flake_migrate_column[], oid[]) IS
+	'flake_migrate() check: no object depends on a column whose type changes, or an error';
+
+--
+-- The checks above, each an error; with collect (a dry run) each error is a
+-- blocked step of the result instead, so that all are shown at once.  Every
+-- check takes the same arguments, so that they can be run from one list.
+--
 CREATE FUNCTION flake_internal.flake_migrate_blockers(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
 									   touched oid[], collect boolean)
 	RETURNS flake_internal.flake_migrate_step[]
@@ -518,177 +721,26 @@ CREATE FUNCTION flake_internal.flake_migrate_blockers(tbl regclass, col name, co
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	list		text;
-	r			record;
-	cnt			bigint;
+	check_name	text;
 	found		flake_internal.flake_migrate_step[] := '{}';
 	msg			text;
 	state		text;
 	det			text;
 	hint		text;
 BEGIN
-	BEGIN
-		-- a referencing column must hold the new ids too
-		SELECT string_agg(format('%s.%I (%s)', a.attrelid::regclass, a.attname,
-								 format_type(a.atttypid, a.atttypmod)), ', ')
-		INTO list
-		FROM unnest(cols) u
-		JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-		WHERE NOT flake_internal.flake_migrate_holds_ids(a.atttypid, a.atttypmod);
-		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'columns referencing %.% are not integers', tbl, quote_ident(col)
-				USING ERRCODE = 'datatype_mismatch',
-					  DETAIL = format('Referencing columns: %s.', list);
-		END IF;
-	EXCEPTION WHEN OTHERS THEN
-		IF NOT collect THEN
-			RAISE;
-		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
-	END;
-	BEGIN
-		-- numeric columns become bigint: their values must be whole and fit
-		FOR r IN
-			SELECT a.attrelid::regclass AS rel, a.attname
-			FROM unnest(cols) u
-			JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-			JOIN pg_class c ON c.oid = u.relid
-			WHERE a.atttypid = 'numeric'::regtype
-			  -- read as the owner: a dry run shows the tables whose owner
-			  -- the caller is not as blocked already (flake_migrate_lock)
-			  AND pg_has_role(c.relowner, 'USAGE')
-		LOOP
-			SELECT * INTO cnt
-			FROM flake_internal.flake_migrate_read_as_owner(r.rel, format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
-																	   r.rel, r.attname),
-														 false)
-				 AS n(cnt bigint);
-			IF cnt > 0 THEN
-				RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
-					USING ERRCODE = 'numeric_value_out_of_range',
-						  DETAIL = format('Rows with a fraction or a value beyond bigint: %s. The column becomes bigint.', cnt);
+	FOREACH check_name IN ARRAY ARRAY['types', 'numeric', 'foreign_keys', 'citus', 'hierarchy', 'dependents']
+	LOOP
+		BEGIN
+			EXECUTE format('SELECT flake_internal.flake_migrate_check_%s($1, $2, $3, $4)', check_name)
+				USING tbl, col, cols, touched;
+		EXCEPTION WHEN OTHERS THEN
+			IF NOT collect THEN
+				RAISE;
 			END IF;
-		END LOOP;
-	EXCEPTION WHEN OTHERS THEN
-		IF NOT collect THEN
-			RAISE;
-		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
-	END;
-	BEGIN
-		-- ... and nothing else: a foreign key from one of the columns to a
-		-- column that keeps its values would stop the new ids
-		SELECT string_agg(format('%s (%s.%I) references %s.%I', c.conname, c.conrelid::regclass, a.attname,
-								 c.confrelid::regclass, fa.attname), ', ' ORDER BY c.conrelid, c.conname, k)
-		INTO list
-		FROM unnest(cols) u
-		JOIN pg_constraint c ON c.contype = 'f' AND c.conrelid = u.relid
-		CROSS JOIN LATERAL generate_subscripts(c.conkey, 1) k
-		JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[k]
-		JOIN pg_attribute fa ON fa.attrelid = c.confrelid AND fa.attnum = c.confkey[k]
-		WHERE c.conkey[k] = u.attnum
-		  AND (c.confrelid, c.confkey[k]) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x);
-		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'columns that would get ids of %.% also reference other keys', tbl, quote_ident(col)
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = format('Foreign keys: %s; their values must exist there too.', list),
-					  HINT = 'Migrate the table they reference instead (the columns referencing its key follow), or drop those foreign keys first.';
-		END IF;
-	EXCEPTION WHEN OTHERS THEN
-		IF NOT collect THEN
-			RAISE;
-		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
-	END;
-	BEGIN
-		-- Citus changes neither the default nor the type of a distributed
-		-- table's distribution column (looked up only where Citus is)
-		IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-			EXECUTE $q$
-				SELECT string_agg(format('%s.%I', p.logicalrelid::regclass, a.attname), ', ' ORDER BY 1)
-				FROM pg_dist_partition p
-				JOIN pg_attribute a ON a.attrelid = p.logicalrelid
-					AND a.attnum = substring(p.partkey FROM ':varattno (\d+)')::int2
-				WHERE (p.logicalrelid = $2 AND a.attname = $3)
-				   OR (a.attrelid, a.attnum) IN (SELECT u.relid, u.attnum FROM unnest($1) u WHERE u.changes)
-			$q$ INTO list USING cols, tbl, col;
-			IF list IS NOT NULL THEN
-				RAISE EXCEPTION 'cannot migrate %.%: Citus distributes tables by the columns it would change', tbl, quote_ident(col)
-					USING ERRCODE = 'feature_not_supported',
-						  DETAIL = format('Distribution columns: %s. Citus changes neither the default nor the type of a distribution column.', list),
-						  HINT = format('Give the key its default before distributing the table (ALTER TABLE ... SET DEFAULT, then create_distributed_table), or: SELECT undistribute_table(%L); then flake_migrate, then create_distributed_table again with the same distribution column and co-location.', tbl::text);
-			END IF;
-		END IF;
-	EXCEPTION WHEN OTHERS THEN
-		IF NOT collect THEN
-			RAISE;
-		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
-	END;
-	BEGIN
-		-- the tables, each on its own
-		SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-			SELECT format(CASE WHEN c.relispartition THEN '%s is a partition of %s' ELSE '%s inherits from %s' END,
-						  h.inhrelid::regclass, h.inhparent::regclass) AS x
-			FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
-			WHERE h.inhrelid = ANY (touched) OR h.inhparent = ANY (touched)
-			UNION
-			SELECT format('%s is partitioned', c.oid::regclass)
-			FROM pg_class c
-			WHERE c.oid = ANY (touched) AND c.relkind = 'p'
-			  AND NOT EXISTS (SELECT FROM pg_inherits h WHERE h.inhparent = c.oid)) s;
-		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'cannot migrate tables of a partitioned or inheritance hierarchy'
-				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('%s.', list),
-					  HINT = 'flake_migrate changes single tables; migrate the key of a partitioned table by hand.';
-		END IF;
-	EXCEPTION WHEN OTHERS THEN
-		IF NOT collect THEN
-			RAISE;
-		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
-	END;
-	BEGIN
-		-- objects that would stop a column's type change
-		SELECT string_agg(DISTINCT x, ', ' ORDER BY x) INTO list FROM (
-			SELECT CASE
-				WHEN d.classid = 'pg_rewrite'::regclass AND w.rulename = '_RETURN'
-					THEN format('%s %s', CASE v.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
-								w.ev_class::regclass)
-				ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END AS x
-			FROM unnest(cols) u
-			JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = u.relid
-							AND d.refobjsubid = u.attnum
-			LEFT JOIN pg_rewrite w ON d.classid = 'pg_rewrite'::regclass AND w.oid = d.objid
-			LEFT JOIN pg_class v ON v.oid = w.ev_class
-			LEFT JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
-			LEFT JOIN pg_attrdef ad ON d.classid = 'pg_attrdef'::regclass AND ad.oid = d.objid
-			WHERE u.changes
-			  -- carried through a type change by ALTER TABLE, or handled here
-			  AND d.classid NOT IN ('pg_constraint'::regclass, 'pg_statistic_ext'::regclass)
-			  AND NOT (d.classid = 'pg_class'::regclass AND c.relkind IN ('i', 'I', 'S'))
-			  AND NOT (d.classid = 'pg_attrdef'::regclass AND ad.adrelid = u.relid
-					   AND ad.adnum = u.attnum)) s;
-		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'cannot change the type of %.% and the columns referencing it', tbl, quote_ident(col)
-				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('These objects depend on the columns: %s.', list),
-					  HINT = 'Drop them in the same transaction before flake_migrate and create them again after it (pg_get_viewdef() and pg_get_triggerdef() show their definitions; grant their privileges again).';
-		END IF;
-
-	EXCEPTION WHEN OTHERS THEN
-		IF NOT collect THEN
-			RAISE;
-		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-		found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
-	END;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+			found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
+		END;
+	END LOOP;
 	RETURN found;
 END
 $$;
@@ -696,22 +748,19 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_blockers(regclass, name, flake_
 	'flake_migrate() helper: objects that would stop the migration, as errors or as a dry run''s blocked steps';
 
 --
--- The generator's ids against the data: the next id must sort above every
--- key that stays, a ulidflake cannot be negative, and CHECK constraints,
--- index expressions and index predicates on the columns that get the new
--- ids (ALTER TABLE parses them again for the new type) must take those ids.
--- Each of those is tried on a row of its table (or on NULLs) with those
--- columns cast to the new type; one that uses only one of them is tried
--- with the next id there (randflake ids: either end of the bigint range)
--- and blamed when it holds for the row as it is but not with the new id.
--- Relations between two such columns (src <> dst) are left to the data.
--- Each table's expressions are tried as its owner, in a security-restricted
--- operation, as ALTER TABLE and REINDEX run them.  Returns the notes for
--- the plan.
+-- CHECK constraints, index expressions and index predicates on the columns
+-- that get the new ids (ALTER TABLE parses them again for the new type)
+-- must take those ids.  Each is tried on a row of its table (or on NULLs)
+-- with those columns cast to the new type; one that uses only one of them
+-- is tried with the next id there (randflake ids: either end of the bigint
+-- range) and blamed when it holds for the row as it is but not with the
+-- new id.  Relations between two such columns (src <> dst) are left to the
+-- data.  Each table's expressions are tried as its owner, in a
+-- security-restricted operation, as ALTER TABLE and REINDEX run them.
 --
-CREATE FUNCTION flake_internal.flake_migrate_probe(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
-									generator text, first_id bigint, rekey boolean)
-	RETURNS flake_internal.flake_migrate_step[]
+CREATE FUNCTION flake_internal.flake_migrate_probe_expressions(cols flake_internal.flake_migrate_column[],
+												generator text, first_id bigint)
+	RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -719,40 +768,12 @@ DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
 	gen_call	text := '@extschema@.' || generator || '()';
 	target		text := CASE WHEN to_ulid THEN '@extschema@.ulidflake' ELSE 'bigint' END;
-	notes		flake_internal.flake_migrate_step[] := '{}';
 	r			record;
 	list		text;
-	cnt			bigint;
-	max_old		bigint;
 	probe		bigint;			-- an id tried on constraints and indexes
 	fails		boolean;
 	problems	text[] := '{}';	-- constraints and indexes that fail, and why
 BEGIN
-	IF generator = 'randflake_next' THEN
-		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false, NULL)::flake_internal.flake_migrate_step;
-	ELSIF NOT rekey THEN
-		SELECT * INTO max_old
-		FROM flake_internal.flake_migrate_read_as_owner(tbl, format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl), false)
-			 AS m(max_old bigint);
-		IF max_old >= first_id THEN
-			RAISE EXCEPTION '%.% holds keys above the ids % would issue', tbl, quote_ident(col), gen_call
-				USING ERRCODE = 'numeric_value_out_of_range',
-					  DETAIL = format('The largest key is %s; the next generated id is %s.', max_old, first_id),
-					  HINT = 'New ids would not sort after existing rows; rekey the rows (rekey_from) or keep the sequence.';
-		END IF;
-	END IF;
-	IF to_ulid THEN
-		SELECT * INTO cnt
-		FROM flake_internal.flake_migrate_read_as_owner(tbl, format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col), false)
-			 AS n(cnt bigint);
-		IF cnt > 0 THEN
-			RAISE EXCEPTION '%.% has negative keys', tbl, quote_ident(col)
-				USING ERRCODE = 'numeric_value_out_of_range',
-					  DETAIL = format('Rows with a key below 0: %s. A ulidflake is a non-negative 63-bit number.', cnt),
-					  HINT = 'Migrate to flake_next instead, or renumber those rows first.';
-		END IF;
-	END IF;
-
 	FOR r IN
 		WITH u AS (
 			SELECT x.relid, array_agg(x.attnum) AS atts
@@ -823,11 +844,158 @@ BEGIN
 						 || CASE WHEN generator = 'randflake_next' THEN ' (randflake ids take any bigint value, negative ones too)' ELSE '' END
 						 || ', and create them again after it in a form that takes the new ids.';
 	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_probe_expressions(flake_internal.flake_migrate_column[], text, bigint) IS
+	'flake_migrate() helper: check the generator''s ids against the constraints and index expressions on the columns that get them';
+
+--
+-- The generator's ids against the data: the next id must sort above every
+-- key that stays, a ulidflake cannot be negative, and the constraints and
+-- indexes on the columns that get the ids must take them (above).  Returns
+-- the notes for the plan.
+--
+CREATE FUNCTION flake_internal.flake_migrate_probe(tbl regclass, col name, cols flake_internal.flake_migrate_column[],
+									generator text, first_id bigint, rekey boolean)
+	RETURNS flake_internal.flake_migrate_step[]
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	to_ulid		boolean := generator = 'ulidflake_next';
+	gen_call	text := '@extschema@.' || generator || '()';
+	notes		flake_internal.flake_migrate_step[] := '{}';
+	cnt			bigint;
+	max_old		bigint;
+BEGIN
+	IF generator = 'randflake_next' THEN
+		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false, NULL)::flake_internal.flake_migrate_step;
+	ELSIF NOT rekey THEN
+		SELECT * INTO max_old
+		FROM flake_internal.flake_migrate_read_as_owner(tbl, format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl), false)
+			 AS m(max_old bigint);
+		IF max_old >= first_id THEN
+			RAISE EXCEPTION '%.% holds keys above the ids % would issue', tbl, quote_ident(col), gen_call
+				USING ERRCODE = 'numeric_value_out_of_range',
+					  DETAIL = format('The largest key is %s; the next generated id is %s.', max_old, first_id),
+					  HINT = 'New ids would not sort after existing rows; rekey the rows (rekey_from) or keep the sequence.';
+		END IF;
+	END IF;
+	IF to_ulid THEN
+		SELECT * INTO cnt
+		FROM flake_internal.flake_migrate_read_as_owner(tbl, format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col), false)
+			 AS n(cnt bigint);
+		IF cnt > 0 THEN
+			RAISE EXCEPTION '%.% has negative keys', tbl, quote_ident(col)
+				USING ERRCODE = 'numeric_value_out_of_range',
+					  DETAIL = format('Rows with a key below 0: %s. A ulidflake is a non-negative 63-bit number.', cnt),
+					  HINT = 'Migrate to flake_next instead, or renumber those rows first.';
+		END IF;
+	END IF;
+
+	PERFORM flake_internal.flake_migrate_probe_expressions(cols, generator, first_id);
 	RETURN notes;
 END
 $$;
 COMMENT ON FUNCTION flake_internal.flake_migrate_probe(regclass, name, flake_internal.flake_migrate_column[], text, bigint, boolean) IS
 	'flake_migrate() helper: check the generator''s ids against the keys that stay, constraints and indexes';
+
+--
+-- Rows of a rekey without a time its ids can carry (NULL, before the
+-- epoch, after the newest id): with undatable, the plan's note; without,
+-- an error.
+--
+CREATE FUNCTION flake_internal.flake_migrate_rekey_undated(tbl regclass, generator text, rekey_from name,
+													undatable text, epoch timestamptz,
+													n_null bigint, n_before bigint, n_after bigint)
+	RETURNS text
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	to_ulid		boolean := generator = 'ulidflake_next';
+	gen_call	text := '@extschema@.' || generator || '()';
+	note		text;
+BEGIN
+	IF n_null + n_before + n_after > 0 AND undatable IS NOT NULL THEN
+		note := format('%s of %s %s no time that %s can carry (in column %I: %s NULL, %s before the epoch, %s after the current time): %s',
+					   CASE n_null + n_before + n_after WHEN 1 THEN '1 row' ELSE (n_null + n_before + n_after) || ' rows' END,
+					   tbl, CASE n_null + n_before + n_after WHEN 1 THEN 'has' ELSE 'have' END, gen_call,
+					   rekey_from, n_null, n_before, n_after,
+					   CASE undatable WHEN 'keep' THEN 'they keep their old ids' ELSE 'they get ids of now' END);
+	ELSIF n_null + n_before + n_after > 0 THEN
+		RAISE EXCEPTION '% of % % no time that % can carry',
+				CASE n_null + n_before + n_after WHEN 1 THEN '1 row'
+				ELSE (n_null + n_before + n_after) || ' rows' END, tbl,
+				CASE n_null + n_before + n_after WHEN 1 THEN 'has' ELSE 'have' END, gen_call
+			USING ERRCODE = CASE WHEN n_null > 0 THEN 'null_value_not_allowed' ELSE 'numeric_value_out_of_range' END,
+				  DETAIL = format('In column %I: %s NULL, %s before the epoch %s, %s after the current time.',
+								  rekey_from, n_null, n_before,
+								  regexp_replace(to_char(epoch AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
+												 '\.000$', '') || '+00',
+								  n_after),
+				  HINT = 'Give those rows a time first, or pass undatable => ''keep'' (they keep their old ids) or ''now'' (they get ids of now)'
+						 || CASE WHEN n_before = 0 THEN '.'
+						 WHEN to_ulid THEN '; the ulidflake epoch is fixed.'
+						 ELSE '; with flake.epoch set before the oldest row, every id carries its row''s exact millisecond.' END;
+	END IF;
+	RETURN note;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_rekey_undated(regclass, text, name, text, timestamptz, bigint, bigint, bigint) IS
+	'flake_migrate() helper: the note, or the error, for rows a rekey cannot date';
+
+--
+-- The statement of a rekey's mapping (old_id, new_id), from the slots of
+-- the rows (flake_migrate_rekey_query): the milliseconds, then for
+-- ulidflake the sequence and a band, for Snowflake a node and the
+-- sequence, the band or node claimed when the statement runs; with
+-- undated_now, ids of now for the rows without a usable time.
+--
+CREATE FUNCTION flake_internal.flake_migrate_rekey_statement(tbl regclass, col name, generator text, rekey_from name,
+													  slots text, datable text, seq_bits integer, ms_shift integer,
+													  no_rows boolean, undated_now boolean)
+	RETURNS text
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	per_ms		bigint := 1::bigint << seq_bits;
+	slots_read	text;			-- the slots, read as the table's owner
+	mapping		text;
+BEGIN
+	-- the milliseconds, then for ulidflake the sequence and a band, for
+	-- Snowflake a node and the sequence; the band or node is claimed for
+	-- the milliseconds of the table's rows (which flake_rekey_claim reads
+	-- itself, up to the newest id issued: at least first_ms to last_ms)
+	-- when the statement runs.  The slots are read as the table's owner.
+	slots_read := format('flake_internal.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS s(k bigint, slot bigint)',
+						 tbl, slots);
+	IF no_rows THEN
+		mapping := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
+	ELSIF generator = 'ulidflake_next' THEN
+		mapping := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(CAST(CAST(%3$s AS oid) AS regclass), %4$L, true) AS band)
+SELECT k AS old_id, ((slot >> 15) << 20) | ((slot & 32767) << 5) | n.band AS new_id
+FROM %1$s, n$q$,
+						slots_read, NULL, tbl::oid, rekey_from);
+	ELSE
+		-- the claim runs exactly once, when the statement does
+		mapping := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(CAST(CAST(%5$s AS oid) AS regclass), %6$L) AS node)
+SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
+FROM %4$s, n$q$,
+						seq_bits, ms_shift, per_ms - 1, slots_read, tbl::oid, rekey_from);
+	END IF;
+	-- rows without a time: ids of now, in old id order
+	IF undated_now THEN
+		mapping := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM flake_internal.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS u(k bigint))',
+						mapping, generator, tbl,
+						format('SELECT CAST(%I AS bigint) FROM %s WHERE NOT coalesce(%s, false) ORDER BY 1', col, tbl, datable));
+	END IF;
+	RETURN mapping;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_rekey_statement(regclass, name, text, name, text, text, integer, integer, boolean, boolean) IS
+	'flake_migrate() helper: the statement of a rekey''s mapping, from the slots of the rows';
 
 --
 -- The rekey mapping: a query of (old_id, new_id), new ids from each row's
@@ -850,7 +1018,6 @@ DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
 	gen_call	text := '@extschema@.' || generator || '()';
 	slots		text;			-- SELECT k (old id), slot (ms * per_ms + n)
-	slots_read	text;			-- those rows, read as the table's owner
 	per_ms		bigint;			-- ids of a millisecond on one node
 	ms_shift	integer;		-- bits below the milliseconds in an id
 	seq_bits	integer;
@@ -913,28 +1080,8 @@ BEGIN
 			  cnt bigint, max_old bigint);
 	-- a millisecond with more rows than ids spills into the next ones
 	last_ms := last_ms + (cnt - 1) / per_ms;
-	IF n_null + n_before + n_after > 0 AND undatable IS NOT NULL THEN
-		note := format('%s of %s %s no time that %s can carry (in column %I: %s NULL, %s before the epoch, %s after the current time): %s',
-					   CASE n_null + n_before + n_after WHEN 1 THEN '1 row' ELSE (n_null + n_before + n_after) || ' rows' END,
-					   tbl, CASE n_null + n_before + n_after WHEN 1 THEN 'has' ELSE 'have' END, gen_call,
-					   rekey_from, n_null, n_before, n_after,
-					   CASE undatable WHEN 'keep' THEN 'they keep their old ids' ELSE 'they get ids of now' END);
-	ELSIF n_null + n_before + n_after > 0 THEN
-		RAISE EXCEPTION '% of % % no time that % can carry',
-				CASE n_null + n_before + n_after WHEN 1 THEN '1 row'
-				ELSE (n_null + n_before + n_after) || ' rows' END, tbl,
-				CASE n_null + n_before + n_after WHEN 1 THEN 'has' ELSE 'have' END, gen_call
-			USING ERRCODE = CASE WHEN n_null > 0 THEN 'null_value_not_allowed' ELSE 'numeric_value_out_of_range' END,
-				  DETAIL = format('In column %I: %s NULL, %s before the epoch %s, %s after the current time.',
-								  rekey_from, n_null, n_before,
-								  regexp_replace(to_char(epoch AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
-												 '\.000$', '') || '+00',
-								  n_after),
-				  HINT = 'Give those rows a time first, or pass undatable => ''keep'' (they keep their old ids) or ''now'' (they get ids of now)'
-						 || CASE WHEN n_before = 0 THEN '.'
-						 WHEN to_ulid THEN '; the ulidflake epoch is fixed.'
-						 ELSE '; with flake.epoch set before the oldest row, every id carries its row''s exact millisecond.' END;
-	END IF;
+	note := flake_internal.flake_migrate_rekey_undated(tbl, generator, rekey_from, undatable, epoch,
+													   n_null, n_before, n_after);
 
 	-- the new ids sort below the generator's next one
 	IF last_ms >= first_id >> ms_shift THEN
@@ -960,33 +1107,9 @@ BEGIN
 		END IF;
 	END IF;
 
-	-- the milliseconds, then for ulidflake the sequence and a band, for
-	-- Snowflake a node and the sequence; the band or node is claimed for
-	-- the milliseconds of the table's rows (which flake_rekey_claim reads
-	-- itself, up to the newest id issued: at least first_ms to last_ms)
-	-- when the statement runs.  The slots are read as the table's owner.
-	slots_read := format('flake_internal.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS s(k bigint, slot bigint)',
-						 tbl, slots);
-	IF first_ms IS NULL THEN
-		query := 'SELECT NULL::bigint AS old_id, NULL::bigint AS new_id WHERE false';
-	ELSIF to_ulid THEN
-		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(CAST(CAST(%3$s AS oid) AS regclass), %4$L, true) AS band)
-SELECT k AS old_id, ((slot >> 15) << 20) | ((slot & 32767) << 5) | n.band AS new_id
-FROM %1$s, n$q$,
-						slots_read, NULL, tbl::oid, rekey_from);
-	ELSE
-		-- the claim runs exactly once, when the statement does
-		query := format($q$WITH n AS MATERIALIZED (SELECT @extschema@.flake_rekey_claim(CAST(CAST(%5$s AS oid) AS regclass), %6$L) AS node)
-SELECT k AS old_id, ((slot >> %1$s) << %2$s) | (n.node::bigint << %1$s) | (slot & %3$s) AS new_id
-FROM %4$s, n$q$,
-						seq_bits, ms_shift, per_ms - 1, slots_read, tbl::oid, rekey_from);
-	END IF;
-	-- rows without a time: ids of now, in old id order
-	IF undatable = 'now' AND note IS NOT NULL THEN
-		query := format('%s UNION ALL (SELECT k, CAST(@extschema@.%s() AS bigint) FROM flake_internal.flake_migrate_read_as_owner(CAST(%L AS regclass), CAST(%L AS text), false) AS u(k bigint))',
-						query, generator, tbl,
-						format('SELECT CAST(%I AS bigint) FROM %s WHERE NOT coalesce(%s, false) ORDER BY 1', col, tbl, datable));
-	END IF;
+	query := flake_internal.flake_migrate_rekey_statement(tbl, col, generator, rekey_from, slots, datable,
+														  seq_bits, ms_shift, first_ms IS NULL,
+														  undatable = 'now' AND note IS NOT NULL);
 END
 $$;
 COMMENT ON FUNCTION flake_internal.flake_migrate_rekey_query(regclass, name, text, name, bigint, text) IS
