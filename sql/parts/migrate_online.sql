@@ -117,11 +117,12 @@ AS $$
 					 -- the columns' statistics targets and options, which LIKE leaves
 					 (SELECT string_agg(concat_ws(', ', CASE WHEN a.attstattarget >= 0
 														THEN format('ALTER COLUMN %I SET STATISTICS %s', a.attname, a.attstattarget) END,
-												  format('ALTER COLUMN %I SET (%s)', a.attname, array_to_string(a.attoptions, ', '))),
+												  CASE WHEN cardinality(a.attoptions) > 0
+												  THEN format('ALTER COLUMN %I SET (%s)', a.attname, array_to_string(a.attoptions, ', ')) END),
 										', ' ORDER BY a.attnum)
 					  FROM pg_attribute a
 					  WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-						AND (a.attstattarget >= 0 OR a.attoptions IS NOT NULL))) AS alters
+						AND (a.attstattarget >= 0 OR cardinality(a.attoptions) > 0))) AS alters
 	FROM pg_class c
 	CROSS JOIN LATERAL (SELECT flake_internal.flake_migrate_online_name(c.relname, '__flake_new') AS shadow_name,
 							   flake_internal.flake_migrate_online_name(c.relname, '__flake_log') AS log_name) s
