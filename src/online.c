@@ -43,29 +43,60 @@
 
 PG_FUNCTION_INFO_V1(flake_migrate_online_log);
 
-/* The log named by the trigger's first argument, checked and opened. */
-static Relation
-log_open(Relation rel, Trigger *trigger, Oid key_type)
+/* Where a trigger logs, looked up once per statement. */
+typedef struct LogTarget
 {
+	Oid			trigger;		/* the trigger this is for */
+	Oid			log;			/* the log table */
+	AttrNumber	attnum;			/* the key column of the trigger's table */
+} LogTarget;
+
+/*
+ * The log named by the trigger's first argument and the key column named by
+ * its second, checked, kept for the rest of the statement.  The lock taken
+ * on the log is held until the transaction ends, so what is checked here
+ * stays true until then.
+ */
+static LogTarget *
+log_target(FunctionCallInfo fcinfo, Relation rel, Trigger *trigger)
+{
+	LogTarget  *target = (LogTarget *) fcinfo->flinfo->fn_extra;
+	int			attnum = 0;
 	Oid			logid = InvalidOid;
 	Relation	log;
 
+	if (target != NULL && target->trigger == trigger->tgoid)
+		return target;
 	if (trigger->tgnargs == 2)
-		logid = RangeVarGetRelid(makeRangeVarFromNameList(flake_qualified_name_list(trigger->tgargs[0])),
-								 RowExclusiveLock, true);
+		attnum = SPI_fnumber(RelationGetDescr(rel), trigger->tgargs[1]);
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("trigger \"%s\" on \"%s\": flake_migrate_online_log() needs a log table and a key column",
+						trigger->tgname, RelationGetRelationName(rel))));
+	logid = RangeVarGetRelid(makeRangeVarFromNameList(flake_qualified_name_list(trigger->tgargs[0])),
+							 RowExclusiveLock, true);
 	log = OidIsValid(logid) ? table_open(logid, NoLock) : NULL;
 	if (log == NULL ||
 		log->rd_rel->relkind != RELKIND_RELATION ||
 		log->rd_rel->relowner != rel->rd_rel->relowner ||
 		log->rd_rel->relhasindex ||
 		RelationGetDescr(log)->natts != 1 ||
-		TupleDescAttr(RelationGetDescr(log), 0)->atttypid != key_type)
+		TupleDescAttr(RelationGetDescr(log), 0)->atttypid !=
+		TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("trigger \"%s\" on \"%s\": flake_migrate_online_log() needs a log table and a key column",
 						trigger->tgname, RelationGetRelationName(rel)),
 				 errdetail("The log is a table of one column of the key's type, without indexes, with the table's owner.")));
-	return log;
+	table_close(log, NoLock);
+
+	target = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(LogTarget));
+	target->trigger = trigger->tgoid;
+	target->log = logid;
+	target->attnum = attnum;
+	fcinfo->flinfo->fn_extra = target;
+	return target;
 }
 
 Datum
@@ -76,7 +107,8 @@ flake_migrate_online_log(PG_FUNCTION_ARGS)
 	Relation	rel;
 	Relation	log;
 	TupleDesc	desc;
-	int			attnum = 0;
+	LogTarget  *target;
+	AttrNumber	attnum;
 	Form_pg_attribute att;
 	Datum		keys[2];
 	bool		nulls[2];
@@ -91,13 +123,8 @@ flake_migrate_online_log(PG_FUNCTION_ARGS)
 	trigger = trigdata->tg_trigger;
 	rel = trigdata->tg_relation;
 	desc = RelationGetDescr(rel);
-	if (trigger->tgnargs == 2)
-		attnum = SPI_fnumber(desc, trigger->tgargs[1]);
-	if (attnum <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("trigger \"%s\" on \"%s\": flake_migrate_online_log() needs a log table and a key column",
-						trigger->tgname, RelationGetRelationName(rel))));
+	target = log_target(fcinfo, rel, trigger);
+	attnum = target->attnum;
 	att = TupleDescAttr(desc, attnum - 1);
 
 	/* the old key of an UPDATE or DELETE, the new one of an INSERT */
@@ -111,7 +138,7 @@ flake_migrate_online_log(PG_FUNCTION_ARGS)
 			nkeys = 2;
 	}
 
-	log = log_open(rel, trigger, att->atttypid);
+	log = table_open(target->log, RowExclusiveLock);
 	for (int i = 0; i < nkeys; i++)
 	{
 		HeapTuple	entry;
