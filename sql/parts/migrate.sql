@@ -1241,8 +1241,9 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_detach(regclass, name, smallint
 
 -- a node of flake.rekey_nodes for the milliseconds a table's rows span,
 -- which it reads from the table (the caller's own), claimed durably for
--- this server: not for everyone, since each call uses one up
-CREATE FUNCTION flake_rekey_claim(tbl regclass, time_column name, band boolean DEFAULT false) RETURNS integer
+-- this server: not for everyone, since each call uses one up.  Replaced,
+-- not dropped, by an upgrade, so the roles granted EXECUTE keep it.
+CREATE OR REPLACE FUNCTION flake_rekey_claim(tbl regclass, time_column name, band boolean DEFAULT false) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 REVOKE EXECUTE ON FUNCTION flake_rekey_claim(regclass, name, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION flake_rekey_claim(regclass, name, boolean) IS 'claim a node of flake.rekey_nodes (or with band, a ulidflake band) for the milliseconds the rows of a table span, for a flake_migrate() rekey';

@@ -30,14 +30,15 @@
 ------------------------------------------------------------------------
 
 -- appends the key of each row written to the log; arguments: the log's
--- qualified name, the key column
-CREATE FUNCTION flake_internal.flake_migrate_online_log() RETURNS trigger
+-- qualified name, the key column.  This and the next are replaced, not
+-- dropped, by an upgrade: the triggers of an unfinished migration use them.
+CREATE OR REPLACE FUNCTION flake_internal.flake_migrate_online_log() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
 COMMENT ON FUNCTION flake_internal.flake_migrate_online_log() IS
 	'trigger of an online migration: log the key of every row the application writes while the table is copied';
 
 -- a TRUNCATE would not be logged: refused while the table is copied
-CREATE FUNCTION flake_internal.flake_migrate_online_no_truncate() RETURNS trigger
+CREATE OR REPLACE FUNCTION flake_internal.flake_migrate_online_no_truncate() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 AS $$

@@ -1,4 +1,4 @@
-# An install of each released version (1.0, 1.1) updated with ALTER
+# An install of each released version (1.0, 1.1, 1.2) updated with ALTER
 # EXTENSION flake UPDATE has exactly the objects of a fresh install of the
 # current version.
 #
@@ -20,7 +20,7 @@ my ($current) = slurp_file('flake.control') =~ /^default_version = '([^']+)'/m;
 ok($current, "the control file names the current version ($current)");
 isnt($current, '1.0', 'the current version is not 1.0');
 
-my @released = ('1.0', '1.1');
+my @released = ('1.0', '1.1', '1.2');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION flake');
 foreach my $version (@released)
@@ -102,6 +102,25 @@ foreach my $version (@released)
 	is($node->safe_psql($db, $catalog), $fresh_catalog,
 		"updated from $version: the same member objects with the same function definitions");
 }
+
+# An online migration left unfinished by 1.2 keeps its triggers through the
+# update: the upgrade replaces the two trigger functions, never drops them.
+$node->safe_psql('postgres', 'CREATE DATABASE unfinished');
+$node->safe_psql('unfinished', q{
+	CREATE EXTENSION flake VERSION '1.2';
+	CREATE TABLE items (id serial PRIMARY KEY);
+	CREATE TABLE items__flake_log (id integer);
+	CREATE TRIGGER items__flake_log AFTER INSERT OR UPDATE OR DELETE ON items
+		FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log('public.items__flake_log', 'id');
+	CREATE TRIGGER items__flake_truncate BEFORE TRUNCATE ON items
+		FOR EACH STATEMENT EXECUTE FUNCTION flake_internal.flake_migrate_online_no_truncate()});
+$node->safe_psql('unfinished', 'ALTER EXTENSION flake UPDATE');
+is( $node->safe_psql('unfinished', q{
+		INSERT INTO items DEFAULT VALUES;
+		SELECT count(*) FROM items__flake_log;
+		SELECT string_agg(tgname, ' ' ORDER BY tgname) FROM pg_trigger WHERE tgrelid = 'items'::regclass}),
+	"1\nitems__flake_log items__flake_truncate",
+	'the triggers of an online migration left unfinished by 1.2 survive the update and still log');
 
 $node->stop;
 done_testing();
