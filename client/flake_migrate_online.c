@@ -431,6 +431,12 @@ parse_options(int argc, char **argv, Options *opt)
 				break;
 			case 'g':
 				opt->generator = optarg;
+				if (strcmp(optarg, "flake_next") != 0 && strcmp(optarg, "randflake_next") != 0 &&
+					strcmp(optarg, "ulidflake_next") != 0)
+				{
+					fprintf(stderr, "flake_migrate_online: invalid generator \"%s\": flake_next, randflake_next or ulidflake_next\n", optarg);
+					exit(EXIT_USAGE);
+				}
 				break;
 			case 'a':
 				opt->also = optarg;

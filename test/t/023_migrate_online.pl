@@ -394,6 +394,9 @@ is($rc, 0, '--help exits 0');
 like($out, qr/Exit codes: 0 done/, '--help lists the exit codes');
 ($rc) = online([ '--bogus' ]);
 is($rc, 2, 'a bad option: exit code 2');
+($rc, undef, $err) = online([ '-t', 'eves', '-g', 'serial_next' ]);
+is($rc, 2, 'an unknown generator: exit code 2');
+like($err, qr/invalid generator "serial_next": flake_next, randflake_next or ulidflake_next/, 'naming the generators');
 
 $node->stop;
 done_testing();

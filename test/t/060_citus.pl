@@ -283,10 +283,14 @@ is($coord->safe_psql('postgres', q{
 	WHERE p.shardid = get_shard_id_for_distribution_column('guarded', tenant)}),
 	't|1', 'flake_guard: no duplicate, all shards on one worker');
 
-# The apply workers of shard moves and splits are known by Citus's names for
-# their subscriptions: rows made on worker2's own group come back to it
-# through a subscription of that name and pass; through another, the guard
-# refuses them (its own nodes are its group's share)
+# The apply workers of shard moves and splits are Citus's own
+# subscriptions: named citus_shard_move_subscription_<table owner>_<operation>
+# and owned by the role Citus makes for it, named with the same suffix
+# (made here as Citus makes them: a superuser hands the subscription over,
+# and the role is no superuser after).  Rows made on worker2's own group
+# come back to it through such a subscription and pass.  Through one named
+# like Citus's but owned by another role (issue 27), the guard refuses them
+# (its own nodes are its group's share).
 $w1->safe_psql('postgres', 'SET citus.enable_ddl_propagation = off; CREATE TABLE echo (f bigint PRIMARY KEY, r bigint NOT NULL); CREATE PUBLICATION echo_pub FOR TABLE echo');
 $w2->safe_psql('postgres', q{
 	SET citus.enable_ddl_propagation = off;
@@ -295,22 +299,37 @@ $w2->safe_psql('postgres', q{
 	ALTER TABLE echo ENABLE ALWAYS TRIGGER guard;
 });
 my $w1conn = $w1->connstr . ' dbname=postgres';
+# a subscription of w2 from w1's echo_pub, named $name and handed to the
+# new role $owner
+sub echo_subscription
+{
+	my ($name, $owner) = @_;
+	$w2->safe_psql('postgres', qq{
+		SET citus.enable_ddl_propagation = off;
+		CREATE USER $owner SUPERUSER IN ROLE "@{[ $w2->safe_psql('postgres', 'SELECT current_user') ]}";
+		CREATE SUBSCRIPTION $name CONNECTION '$w1conn' PUBLICATION echo_pub WITH (copy_data = false);
+		ALTER SUBSCRIPTION $name OWNER TO $owner;
+		ALTER ROLE $owner NOSUPERUSER;
+	});
+	$w2->wait_for_subscription_sync($w1, $name);
+}
+my $owner_oid = $w2->safe_psql('postgres', 'SELECT oid FROM pg_roles WHERE rolname = current_user');
+my $citus_sub = "citus_shard_move_subscription_${owner_oid}_1";
+echo_subscription($citus_sub, "citus_shard_move_subscription_role_${owner_oid}_1");
 my $made_on_w2 = $w2->safe_psql('postgres', 'SELECT string_agg(format($$(%s, %s)$$, flake_next(), randflake_next()), $$,$$) FROM generate_series(1, 10)');
-$w2->safe_psql('postgres', "CREATE SUBSCRIPTION citus_shard_move_subscription_echo CONNECTION '$w1conn' PUBLICATION echo_pub WITH (copy_data = false)");
-$w2->wait_for_subscription_sync($w1, 'citus_shard_move_subscription_echo');
 $w1->safe_psql('postgres', "INSERT INTO echo VALUES $made_on_w2");
 $w2->poll_query_until('postgres', 'SELECT count(*) = 10 FROM echo')
   or die 'rows of a Citus shard move subscription did not arrive';
 pass('flake_guard: rows a Citus shard move applies pass, also those made in this group');
-$w2->safe_psql('postgres', 'DROP SUBSCRIPTION citus_shard_move_subscription_echo');
+$w2->safe_psql('postgres', "DROP SUBSCRIPTION $citus_sub");
 $made_on_w2 = $w2->safe_psql('postgres', 'SELECT format($$(%s, %s)$$, flake_next(), randflake_next())');
 my $log_offset = -s $w2->logfile;
-$w2->safe_psql('postgres', "CREATE SUBSCRIPTION echo_other CONNECTION '$w1conn' PUBLICATION echo_pub WITH (copy_data = false)");
-$w2->wait_for_subscription_sync($w1, 'echo_other');
+my $look_alike = "citus_shard_move_subscription_${owner_oid}_2";
+echo_subscription($look_alike, 'mallory');
 $w1->safe_psql('postgres', "INSERT INTO echo VALUES $made_on_w2");
 ok($w2->wait_for_log(qr/replicated flake id \d+ in column "f" of table "echo" was made on node \d+, one of this server's own nodes.*\n.*DETAIL:  .*and so has this server's Citus group, which generates on nodes 48-63 \(flake.nodes at its default\)/, $log_offset),
-	'flake_guard: through another subscription, a row made in this group is refused');
-$w2->safe_psql('postgres', 'DROP SUBSCRIPTION echo_other');
+	'flake_guard: through a subscription named like a Citus shard move\'s but owned by another role, a row made in this group is refused');
+$w2->safe_psql('postgres', "DROP SUBSCRIPTION $look_alike");
 
 # --- explicit ranges win over the groups
 my %explicit = ($coord => '0-99', $w1 => '100-199', $w2 => '200-299');

@@ -7,7 +7,7 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(flake_cluster flake_server randflake_backwards $flake_secret);
+our @EXPORT = qw(flake_cluster flake_server randflake_backwards crc32c $flake_secret);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -51,6 +51,20 @@ sub randflake_backwards
 			FROM $table, randflake_decode(id) d
 			WINDOW w AS (PARTITION BY d.node ORDER BY n)) s
 		WHERE back});
+}
+
+# The CRC-32C of a string, as flake's files in the data directory carry
+# it: for tests that write such files in the formats of other releases.
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	for my $byte (unpack('C*', $data))
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
 }
 
 1;
