@@ -153,6 +153,129 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_tables(flake_internal.fl
 	'online migration helper: the tables to copy, their shadows and logs, and how to copy their rows';
 
 --
+-- Logical replication on the tables to copy, which the swap would break:
+-- it drops each table and renames its copy into its place.  A
+-- subscription keeps its state for a table (pg_subscription_rel) by the
+-- table's oid: the entry would go with the table, and the apply worker
+-- would skip the table's changes from then on, silently.  Carrying the
+-- entry over is not safe: only ALTER SUBSCRIPTION ... REFRESH PUBLICATION
+-- writes it, outside any transaction (so not with the swap: changes
+-- applied in between are lost), as the subscription's owner, and for every
+-- table of the subscription at once.  A publication of all tables, or of
+-- the table's schema (where the copy, its log and the list of foreign keys
+-- to validate are created), would publish those too, which no subscriber
+-- has: its apply worker would fail on them again and again, for every
+-- table; and a copy is not in the publications that list its table.  So
+-- each is refused, before anything changes, and again by the swap (a
+-- subscription or a publication may come while the rows are copied).
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_check_replication(cols flake_internal.flake_migrate_column[],
+																	  target text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	copied		oid[] := ARRAY(SELECT t.relid FROM flake_internal.flake_migrate_online_tables(cols, target) t);
+	schemas		oid[];
+	list		text;
+	whole		boolean;
+	listed		boolean;
+BEGIN
+	SELECT string_agg(format('%s (subscription %s)', r.srrelid::regclass, quote_ident(s.subname)), ', '
+					  ORDER BY r.srrelid::regclass::text, s.subname)
+	INTO list
+	FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid
+	WHERE r.srrelid = ANY (copied);
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot migrate tables online that a subscription writes into'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('%s. The swap puts a copy in the place of each table, and the subscription''s state for a table '
+								  '(pg_subscription_rel) goes with the table: the subscription would skip its changes from then on.', list),
+				  HINT = 'Migrate them with flake_migrate() (offline), which changes the tables in place (the subscription''s '
+						 'writes wait for it), or migrate the tables on the publisher.';
+	END IF;
+
+	-- the copies' schemas, and the key's table's (the list of foreign keys)
+	schemas := ARRAY(SELECT c.relnamespace FROM pg_class c
+					 WHERE c.oid = ANY (copied) OR (c.oid = cols[1].relid AND cardinality(copied) > 0));
+	SELECT string_agg(DISTINCT x, ', '), bool_or(NOT s.listed), bool_or(s.listed) INTO list, whole, listed FROM (
+		SELECT format('publication %s (FOR ALL TABLES)', quote_ident(p.pubname)) AS x, false AS listed
+		FROM pg_publication p
+		WHERE p.puballtables AND cardinality(copied) > 0
+		UNION ALL
+		SELECT format('publication %s (FOR TABLES IN SCHEMA %s)', quote_ident(p.pubname), n.pnnspid::regnamespace), false
+		FROM pg_publication_namespace n JOIN pg_publication p ON p.oid = n.pnpubid
+		WHERE n.pnnspid = ANY (schemas)
+		UNION ALL
+		SELECT format('publication %s (FOR TABLE %s)', quote_ident(p.pubname), r.prrelid::regclass), true
+		FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+		WHERE r.prrelid = ANY (copied)) s;
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot migrate tables online that a publication publishes'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('%s.', list)
+						   || CASE WHEN whole THEN ' The copies of the tables and their logs, made in the tables'' schemas, would be '
+								   'published too, which no subscriber has: its apply worker would stop, for every table.' ELSE '' END
+						   || CASE WHEN listed THEN ' The copy put in the place of a table would not be in the publications '
+								   'that list the table.' ELSE '' END,
+				  HINT = 'Migrate the tables with flake_migrate() (offline), which changes them in place and keeps them in '
+						 'their publications.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_check_replication(flake_internal.flake_migrate_column[], text) IS
+	'online migration check: no subscription writes into a table to copy and no publication publishes it or its copy, or an error';
+
+--
+-- The tables whose code the migration runs, and the owner of each: the
+-- tables it copies, and every table at either end of a foreign key on or
+-- into them, which the swap adds again (ALTER TABLE, which needs the
+-- owner of both) and the validate step validates (a query on both, which
+-- runs their code: the planner folds the functions in their indexes'
+-- predicates, a CHECK runs, with the rights of the role migrating).  The
+-- migration connects as the owner of the key's table (the client and the
+-- swap check it): every one of those tables must have that owner, or a
+-- role holding only REFERENCES on a table could have the migrating role
+-- run its code, and another owner's table would stop the swap after the
+-- whole copy.
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_check_owners(cols flake_internal.flake_migrate_column[],
+																 target text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	copied		oid[] := ARRAY(SELECT t.relid FROM flake_internal.flake_migrate_online_tables(cols, target) t);
+	owner		oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = cols[1].relid);
+	list		text;
+BEGIN
+	SELECT string_agg(format('%s (owner %s)', c.oid::regclass, quote_ident(pg_get_userbyid(c.relowner))), ', '
+					  ORDER BY c.oid::regclass::text)
+	INTO list
+	FROM pg_class c
+	WHERE c.relowner <> owner
+	  AND (c.oid = ANY (copied)
+		   OR c.oid IN (SELECT unnest(ARRAY[f.conrelid, f.confrelid]) FROM pg_constraint f
+						WHERE f.contype = 'f' AND (f.conrelid = ANY (copied) OR f.confrelid = ANY (copied))));
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot migrate %.% online: tables of other owners are copied or at an end of a foreign key it adds again',
+						cols[1].relid::regclass, quote_ident((SELECT a.attname FROM pg_attribute a
+															   WHERE a.attrelid = cols[1].relid AND a.attnum = cols[1].attnum))
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = format('%s. The swap adds every foreign key on and into the copied tables again, and validates them: '
+								  'statements that need the owner of both tables and run their code, with the rights of the '
+								  'role migrating, %s.', list, quote_ident(pg_get_userbyid(owner))),
+				  HINT = 'Migrate with flake_migrate() (offline), which changes the tables in place and leaves those foreign '
+						 'keys alone; or have their owners drop those foreign keys for the time of the migration and add them again after.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_check_owners(flake_internal.flake_migrate_column[], text) IS
+	'online migration check: the key''s table''s owner owns every table copied or at an end of a foreign key the swap adds again, or an error';
+
+--
 -- The names the migration gives (the copies, the logs, the list of foreign
 -- keys to validate, the indexes of the copies; flake_migrate_online_name()
 -- makes them from the tables' and indexes' names) must be free in their
@@ -216,12 +339,11 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_check_names(flake_intern
 --
 -- What the online path cannot do, beyond flake_migrate()'s own checks:
 -- tables it cannot copy in batches, and what a copy cannot carry over
--- (views and rules on the table, row security, publications, a replica
--- identity other than the primary key, tablespaces, other identity
--- columns, extended statistics, column privileges, grants by other roles,
--- NOT VALID checks, exclusion and deferrable constraints, indexes it
--- cannot copy); then the check above of the names it needs.  Each is a
--- blocked step.
+-- (views and rules on the table, row security, a replica identity other
+-- than the primary key, tablespaces, other identity columns, extended
+-- statistics, column privileges, grants by other roles, NOT VALID checks,
+-- exclusion and deferrable constraints, indexes it cannot copy); then the
+-- checks above (replication, owners, names).  Each is a blocked step.
 --
 CREATE FUNCTION flake_internal.flake_migrate_online_blockers(cols flake_internal.flake_migrate_column[], target text)
 	RETURNS flake_internal.flake_migrate_step[]
@@ -249,8 +371,7 @@ BEGIN
 	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
 		SELECT format('%s on %s', pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass) AS x
 		FROM pg_class c JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid
-		WHERE c.oid = ANY (copied) AND d.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass,
-													 'pg_publication_rel'::regclass, 'pg_statistic_ext'::regclass)
+		WHERE c.oid = ANY (copied) AND d.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass, 'pg_statistic_ext'::regclass)
 		UNION
 		SELECT format('%s uses the row type of %s', pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass)
 		FROM pg_class c JOIN pg_depend d ON d.refclassid = 'pg_type'::regclass AND d.refobjid = c.reltype
@@ -302,7 +423,7 @@ BEGIN
 		found := found || ROW('note', 'flake_migrate() (offline) may still migrate these tables; or change the objects above first', false, false, NULL)::flake_internal.flake_migrate_step;
 	END IF;
 	-- the checks that are errors of the swap too
-	FOREACH check_name IN ARRAY ARRAY['names'] LOOP
+	FOREACH check_name IN ARRAY ARRAY['replication', 'owners', 'names'] LOOP
 		BEGIN
 			EXECUTE format('SELECT flake_internal.flake_migrate_online_check_%s($1, $2)', check_name) USING cols, target;
 		EXCEPTION WHEN OTHERS THEN
@@ -622,6 +743,10 @@ BEGIN
 	LOOP
 		EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', s);
 	END LOOP;
+	-- a subscription, a publication or another owner's foreign key may
+	-- have come while the rows were copied
+	PERFORM flake_internal.flake_migrate_online_check_replication(closure.cols, target);
+	PERFORM flake_internal.flake_migrate_online_check_owners(closure.cols, target);
 	SELECT string_agg(coalesce(x.index_name::text, t.rel), ', ') INTO missing
 	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
 	LEFT JOIN flake_internal.flake_migrate_online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
@@ -679,10 +804,25 @@ AS $$
 DECLARE
 	r			record;
 	n			integer := 0;
+	others		text;
 BEGIN
 	IF obj_description(list, 'pg_class') IS DISTINCT FROM 'flake_migrate_online: the foreign keys to validate' THEN
 		RAISE EXCEPTION '% is not a list of foreign keys of flake_migrate_online', list
 			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- validating runs the code of the tables at both ends (the planner
+	-- folds the functions of their indexes' predicates): only as their
+	-- owner, logged in as such, as the swap checks
+	EXECUTE format('SELECT string_agg(DISTINCT c.oid::regclass::text, '', '') FROM %s l
+					JOIN pg_constraint k ON k.conrelid = l.rel AND k.conname = l.conname AND k.contype = ''f''
+					JOIN pg_class c ON c.oid IN (k.conrelid, k.confrelid)
+					WHERE c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_roles r WHERE r.rolname = session_user)
+					   OR c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)', list)
+		INTO others;
+	IF others IS NOT NULL THEN
+		RAISE EXCEPTION 'must be logged in as the owner of %', others
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'Validating a foreign key runs the code of the tables at both ends; connect as their owner.';
 	END IF;
 	FOR r IN EXECUTE format('SELECT rel, conname FROM %s', list) LOOP
 		IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = r.rel AND k.conname = r.conname AND NOT k.convalidated) THEN
