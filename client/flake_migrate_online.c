@@ -13,11 +13,13 @@
  * run again to continue.  Steps that take a lock stronger than the
  * application's wait at most --lock-timeout for each lock and are tried
  * again, so that the application's statements queue behind them only that
- * long.
+ * long.  A run that begins a migration, and the dry run, first rehearse
+ * every step in a transaction they roll back (rehearse()), so that a
+ * statement that would fail is found before anything changes.
  *
  * Exit codes: 0 done (or the dry run, or --until, done), 1 an error, 2 bad
- * arguments, 3 the checks refuse the migration, 4 a lock could not be
- * taken in --retries tries, 5 stopped by a signal.
+ * arguments, 3 the checks refuse the migration (or a step would fail), 4 a
+ * lock could not be taken in --retries tries, 5 stopped by a signal.
  *
  *-------------------------------------------------------------------------
  */
@@ -314,6 +316,121 @@ phase_rank(const char *phase)
 }
 
 /*
+ * Whether a run began the migration the plan is of: a step after the
+ * create step of a table is in the plan without it (the copy, the indexes,
+ * the logs are there), or the swap is done (the plan is the validation).
+ */
+static int
+migration_begun(const PGresult *plan)
+{
+	int			swap = 0;
+
+	for (int i = 0; i < PQntuples(plan); i++)
+	{
+		const char *phase = PQgetvalue(plan, i, 1);
+		int			created = 0;
+
+		swap |= strcmp(phase, "swap") == 0;
+		if (phase_rank(phase) <= phase_rank("create") || phase_rank(phase) >= phase_rank("swap"))
+			continue;
+		for (int j = 0; j < i && !created; j++)
+			created = strcmp(PQgetvalue(plan, j, 1), "create") == 0 &&
+				strcmp(PQgetvalue(plan, j, 2), PQgetvalue(plan, i, 2)) == 0;
+		if (!created)
+			return 1;
+	}
+	return !swap;
+}
+
+/*
+ * Rehearse a migration that has not begun: every step of the plan in one
+ * transaction that is rolled back, the copy's statements and the
+ * validation's only prepared (parsed and checked against the catalogs,
+ * which the swap rehearsed has changed as the run would), the rest run on
+ * the empty copies.  A statement that would fail fails here, before
+ * anything changes, and the run or the dry run is refused (exit 3).  It
+ * takes the locks of the create and swap steps for a moment, waiting at
+ * most --lock-timeout for each, tried again as they are.
+ */
+static void
+rehearse(const Options *opt, const PGresult *plan)
+{
+	char		set[64];
+
+	snprintf(set, sizeof(set), "SET LOCAL lock_timeout = %ld", opt->lock_timeout_ms);
+	say(opt, "rehearsal: every step in one transaction, rolled back\n");
+	for (long attempt = 1;; attempt++)
+	{
+		PGresult   *res = NULL;
+		const char *state;
+		int			i;
+
+		run("BEGIN", "the rehearsal");
+		run(set, "SET lock_timeout");
+		for (i = 0; i < PQntuples(plan); i++)
+		{
+			const char *phase = PQgetvalue(plan, i, 1);
+
+			if (strcmp(phase, "copy") == 0)
+			{
+				/* the batch, the next batch's end, where a copy stopped */
+				static const int copy_columns[] = {5, 6, 8};
+
+				for (int c = 0; c < 3; c++)
+				{
+					res = PQprepare(conn, "", PQgetvalue(plan, i, copy_columns[c]), 0, NULL);
+					if (PQresultStatus(res) != PGRES_COMMAND_OK)
+						break;
+					PQclear(res);
+					res = NULL;
+				}
+			}
+			else if (strcmp(phase, "validate") == 0)
+				res = PQprepare(conn, "", PQgetvalue(plan, i, 5), 0, NULL);
+			else
+				res = PQexec(conn, PQgetvalue(plan, i, 5));
+			if (res != NULL && PQresultStatus(res) != PGRES_COMMAND_OK &&
+				PQresultStatus(res) != PGRES_TUPLES_OK)
+				break;
+			PQclear(res);
+			res = NULL;
+		}
+		if (res == NULL)
+		{
+			run("ROLLBACK", "the rehearsal");
+			say(opt, "  every step ran, rolled back\n");
+			return;
+		}
+		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (stopped || state == NULL)
+			fail(res, "the rehearsal");
+		if (strcmp(state, "55P03") != 0 && strcmp(state, "40P01") != 0)
+		{
+			fprintf(stderr, "blocked: step %s (%s: %s of %s) would fail: %s"
+					"Nothing was changed.\n",
+					PQgetvalue(plan, i, 0), PQgetvalue(plan, i, 1), PQgetvalue(plan, i, 3),
+					PQgetvalue(plan, i, 2), PQresultErrorMessage(res));
+			exit(EXIT_BLOCKED);
+		}
+		PQclear(res);
+		run("ROLLBACK", "the rehearsal");
+		if (attempt >= opt->retries)
+		{
+			fprintf(stderr, "flake_migrate_online: the rehearsal: no lock after %ld tries of %ld ms; nothing was changed.\n"
+					"Run the same command again later, or with a longer --lock-timeout or more --retries.\n",
+					attempt, opt->lock_timeout_ms);
+			exit(EXIT_LOCKS);
+		}
+		say(opt, "  lock not free for step %s (%s: %s of %s) (try %ld of %ld), trying again\n",
+			PQgetvalue(plan, i, 0), PQgetvalue(plan, i, 1), PQgetvalue(plan, i, 3),
+			PQgetvalue(plan, i, 2), attempt, opt->retries);
+		sleep_ms(attempt < 20 ? 100 * attempt : 2000);
+		if (stopped)
+			fail(NULL, "the rehearsal");
+	}
+}
+
+/*
  * Check that the session is the owner of a table the migration changes.
  * Its statements run the table's code (index expressions, constraints,
  * the planner's folding of them) with the session's rights.  A session
@@ -355,7 +472,8 @@ usage(void)
 		   "                           (default: flake_next)\n"
 		   "  -a, --also=LIST          columns holding the key without a foreign key,\n"
 		   "                           as table.column,... (flake_migrate's also)\n"
-		   "  -n, --dry-run            print every step with its lock, change nothing\n"
+		   "  -n, --dry-run            print every step with its lock, rehearse them,\n"
+		   "                           change nothing\n"
 		   "      --undo               undo a migration that has not swapped yet\n"
 		   "      --until=PHASE        stop after PHASE (create, copy, apply, index,\n"
 		   "                           analyze, swap); run again to go on\n"
@@ -500,6 +618,7 @@ main(int argc, char **argv)
 	const char *keywords[3];
 	const char *values[3];
 	int			blocked = 0;
+	int			begun;
 	double		started;
 
 	parse_options(argc, argv, &opt);
@@ -587,6 +706,10 @@ main(int argc, char **argv)
 			check_owner(PQgetvalue(plan, i, 2));
 	if (PQntuples(plan) == 0)
 		say(&opt, "nothing to do\n");
+	/* a run that begins the migration rehearses it first */
+	begun = opt.undo || migration_begun(plan);
+	if (!opt.dry_run && !begun)
+		rehearse(&opt, plan);
 
 	for (int i = 0; i < PQntuples(plan); i++)
 	{
@@ -627,6 +750,9 @@ main(int argc, char **argv)
 			fail(NULL, what);
 		say(&opt, "  %.1f s\n", now_seconds() - started);
 	}
+	/* the dry run's, after its plan */
+	if (opt.dry_run && !begun)
+		rehearse(&opt, plan);
 	if (!opt.dry_run)
 		say(&opt, opt.until ? "stopped after phase %s as asked; run again without --until to go on\n"
 			: opt.undo ? "undone\n" : "done\n", opt.until);

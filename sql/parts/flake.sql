@@ -329,3 +329,34 @@ COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication bring
 
 CREATE SCHEMA flake_internal;
 COMMENT ON SCHEMA flake_internal IS 'internal helpers of flake_migrate() and the online migration; not for direct use';
+-- flake_origin under logical replication.  It is a table of the database,
+-- so a publication of all tables (or of the extension's schema) publishes
+-- it, and a subscriber's initial copy and apply would add the publisher's
+-- server to the subscriber's flake_origin: that server's ids are the
+-- publisher's to guard (its nodes are its own), yet the subscriber would
+-- refuse to generate until it took over the publisher's files.  So the rows
+-- a subscription's workers write into it are skipped (the table describes
+-- the database it is in, and is carried by pg_dump and pg_upgrade as
+-- before), and the whole row is its replica identity, so that deleting the
+-- row of a server (see the README) works where a publication publishes
+-- deletes.  An upgrade replaces the function, never drops it: the trigger
+-- uses it.
+CREATE FUNCTION flake_internal.flake_origin_local() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF EXISTS (SELECT FROM pg_stat_subscription s WHERE s.pid = pg_backend_pid()) THEN
+		RETURN NULL;
+	END IF;
+	IF TG_OP = 'DELETE' THEN
+		RETURN OLD;
+	END IF;
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_origin_local() IS
+	'trigger of flake_origin: skip the rows a subscription''s workers write, which are another server''s';
+CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_origin
+	FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_origin_local();
+ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;

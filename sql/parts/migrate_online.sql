@@ -52,17 +52,24 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_no_truncate() IS
 	'trigger of an online migration: refuse TRUNCATE of a table while it is copied';
 
 --
--- A name made of base and suffix that fits in a name (63 bytes): base is
--- cut, whole characters at a time.
+-- A name made of base and suffix that fits in a name (63 bytes).  When it
+-- does not fit, base is cut, whole characters at a time, and a hash of the
+-- whole base goes between: two bases that begin alike (a table and its
+-- primary key's index, TABLE_pkey) still give two names.  The checks
+-- refuse a name that another object has, or that two of the names the
+-- migration needs share (flake_migrate_online_check_names).
 --
 CREATE FUNCTION flake_internal.flake_migrate_online_name(base name, suffix text)
 	RETURNS name
 	LANGUAGE sql IMMUTABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT CAST(left(base, n) || suffix AS name)
-	FROM generate_series(length(base), 0, -1) n
-	WHERE octet_length(left(base, n) || suffix) <= 63
+	SELECT CAST(left(base, n) || m.mark || suffix AS name)
+	FROM (SELECT CASE WHEN octet_length(base || suffix) <= 63 THEN ''
+					  ELSE '_' || lpad(to_hex(hashtextextended(base, 0) & 4294967295), 8, '0') END) m(mark),
+		 generate_series(length(base), 0, -1) n
+	WHERE octet_length(left(base, n) || m.mark || suffix) <= 63
+	ORDER BY n DESC
 	LIMIT 1
 $$;
 COMMENT ON FUNCTION flake_internal.flake_migrate_online_name(name, text) IS
@@ -96,8 +103,8 @@ AS $$
 					  format('DELETE FROM %s', t.log)] END
 	FROM (
 	SELECT c.oid AS relid, c.oid::regclass::text AS rel, s.shadow_name,
-		   format('%I.%I', c.relnamespace::regnamespace, s.shadow_name) AS shadow, sc.oid AS shadow_oid,
-		   format('%I.%I', c.relnamespace::regnamespace, s.log_name) AS log, lc.oid AS log_oid,
+		   format('%s.%I', c.relnamespace::regnamespace, s.shadow_name) AS shadow, sc.oid AS shadow_oid,
+		   format('%s.%I', c.relnamespace::regnamespace, s.log_name) AS log, lc.oid AS log_oid,
 		   k.attname AS batch_key, format_type(k.atttypid, k.atttypmod) AS batch_type, k.indexrelid AS batch_index,
 		   CASE WHEN EXISTS (SELECT FROM unnest(cols) u WHERE u.relid = c.oid AND u.attnum = k.attnum AND u.changes)
 				THEN format('CAST(CAST(%%s AS bigint) AS %s)', target) ELSE '%s' END AS key_cast,
@@ -146,14 +153,197 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_tables(flake_internal.fl
 	'online migration helper: the tables to copy, their shadows and logs, and how to copy their rows';
 
 --
+-- Logical replication on the tables to copy, which the swap would break:
+-- it drops each table and renames its copy into its place.  A
+-- subscription keeps its state for a table (pg_subscription_rel) by the
+-- table's oid: the entry would go with the table, and the apply worker
+-- would skip the table's changes from then on, silently.  Carrying the
+-- entry over is not safe: only ALTER SUBSCRIPTION ... REFRESH PUBLICATION
+-- writes it, outside any transaction (so not with the swap: changes
+-- applied in between are lost), as the subscription's owner, and for every
+-- table of the subscription at once.  A publication of all tables, or of
+-- the table's schema (where the copy, its log and the list of foreign keys
+-- to validate are created), would publish those too, which no subscriber
+-- has: its apply worker would fail on them again and again, for every
+-- table; and a copy is not in the publications that list its table.  So
+-- each is refused, before anything changes, and again by the swap (a
+-- subscription or a publication may come while the rows are copied).
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_check_replication(cols flake_internal.flake_migrate_column[],
+																	  target text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	copied		oid[] := ARRAY(SELECT t.relid FROM flake_internal.flake_migrate_online_tables(cols, target) t);
+	schemas		oid[];
+	list		text;
+	whole		boolean;
+	listed		boolean;
+BEGIN
+	SELECT string_agg(format('%s (subscription %s)', r.srrelid::regclass, quote_ident(s.subname)), ', '
+					  ORDER BY r.srrelid::regclass::text, s.subname)
+	INTO list
+	FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid
+	WHERE r.srrelid = ANY (copied);
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot migrate tables online that a subscription writes into'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('%s. The swap puts a copy in the place of each table, and the subscription''s state for a table '
+								  '(pg_subscription_rel) goes with the table: the subscription would skip its changes from then on.', list),
+				  HINT = 'Migrate them with flake_migrate() (offline), which changes the tables in place (the subscription''s '
+						 'writes wait for it), or migrate the tables on the publisher.';
+	END IF;
+
+	-- the copies' schemas, and the key's table's (the list of foreign keys)
+	schemas := ARRAY(SELECT c.relnamespace FROM pg_class c
+					 WHERE c.oid = ANY (copied) OR (c.oid = cols[1].relid AND cardinality(copied) > 0));
+	SELECT string_agg(DISTINCT x, ', '), bool_or(NOT s.listed), bool_or(s.listed) INTO list, whole, listed FROM (
+		SELECT format('publication %s (FOR ALL TABLES)', quote_ident(p.pubname)) AS x, false AS listed
+		FROM pg_publication p
+		WHERE p.puballtables AND cardinality(copied) > 0
+		UNION ALL
+		SELECT format('publication %s (FOR TABLES IN SCHEMA %s)', quote_ident(p.pubname), n.pnnspid::regnamespace), false
+		FROM pg_publication_namespace n JOIN pg_publication p ON p.oid = n.pnpubid
+		WHERE n.pnnspid = ANY (schemas)
+		UNION ALL
+		SELECT format('publication %s (FOR TABLE %s)', quote_ident(p.pubname), r.prrelid::regclass), true
+		FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+		WHERE r.prrelid = ANY (copied)) s;
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot migrate tables online that a publication publishes'
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = format('%s.', list)
+						   || CASE WHEN whole THEN ' The copies of the tables and their logs, made in the tables'' schemas, would be '
+								   'published too, which no subscriber has: its apply worker would stop, for every table.' ELSE '' END
+						   || CASE WHEN listed THEN ' The copy put in the place of a table would not be in the publications '
+								   'that list the table.' ELSE '' END,
+				  HINT = 'Migrate the tables with flake_migrate() (offline), which changes them in place and keeps them in '
+						 'their publications.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_check_replication(flake_internal.flake_migrate_column[], text) IS
+	'online migration check: no subscription writes into a table to copy and no publication publishes it or its copy, or an error';
+
+--
+-- The tables whose code the migration runs, and the owner of each: the
+-- tables it copies, and every table at either end of a foreign key on or
+-- into them, which the swap adds again (ALTER TABLE, which needs the
+-- owner of both) and the validate step validates (a query on both, which
+-- runs their code: the planner folds the functions in their indexes'
+-- predicates, a CHECK runs, with the rights of the role migrating).  The
+-- migration connects as the owner of the key's table (the client and the
+-- swap check it): every one of those tables must have that owner, or a
+-- role holding only REFERENCES on a table could have the migrating role
+-- run its code, and another owner's table would stop the swap after the
+-- whole copy.
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_check_owners(cols flake_internal.flake_migrate_column[],
+																 target text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	copied		oid[] := ARRAY(SELECT t.relid FROM flake_internal.flake_migrate_online_tables(cols, target) t);
+	owner		oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = cols[1].relid);
+	list		text;
+BEGIN
+	SELECT string_agg(format('%s (owner %s)', c.oid::regclass, quote_ident(pg_get_userbyid(c.relowner))), ', '
+					  ORDER BY c.oid::regclass::text)
+	INTO list
+	FROM pg_class c
+	WHERE c.relowner <> owner
+	  AND (c.oid = ANY (copied)
+		   OR c.oid IN (SELECT unnest(ARRAY[f.conrelid, f.confrelid]) FROM pg_constraint f
+						WHERE f.contype = 'f' AND (f.conrelid = ANY (copied) OR f.confrelid = ANY (copied))));
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot migrate %.% online: tables of other owners are copied or at an end of a foreign key it adds again',
+						cols[1].relid::regclass, quote_ident((SELECT a.attname FROM pg_attribute a
+															   WHERE a.attrelid = cols[1].relid AND a.attnum = cols[1].attnum))
+			USING ERRCODE = 'insufficient_privilege',
+				  DETAIL = format('%s. The swap adds every foreign key on and into the copied tables again, and validates them: '
+								  'statements that need the owner of both tables and run their code, with the rights of the '
+								  'role migrating, %s.', list, quote_ident(pg_get_userbyid(owner))),
+				  HINT = 'Migrate with flake_migrate() (offline), which changes the tables in place and leaves those foreign '
+						 'keys alone; or have their owners drop those foreign keys for the time of the migration and add them again after.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_check_owners(flake_internal.flake_migrate_column[], text) IS
+	'online migration check: the key''s table''s owner owns every table copied or at an end of a foreign key the swap adds again, or an error';
+
+--
+-- The names the migration gives (the copies, the logs, the list of foreign
+-- keys to validate, the indexes of the copies; flake_migrate_online_name()
+-- makes them from the tables' and indexes' names) must be free in their
+-- schema, as relations and as types (a table has a row type of its name),
+-- but for the migration's own objects of an earlier run, and differ from
+-- each other.
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_check_names(cols flake_internal.flake_migrate_column[],
+																target text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	list		text;
+BEGIN
+	WITH needed(nsp, name, own, typed, what) AS (
+		SELECT c.relnamespace, t.shadow_name, t.shadow_oid, true, format('the copy of %s', t.rel)
+		FROM flake_internal.flake_migrate_online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
+		UNION ALL
+		SELECT c.relnamespace, flake_internal.flake_migrate_online_name(c.relname, '__flake_log'), t.log_oid, true,
+			   format('the log of %s', t.rel)
+		FROM flake_internal.flake_migrate_online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
+		UNION ALL
+		SELECT c.relnamespace, flake_internal.flake_migrate_online_name(c.relname, '__flake_validate'), NULL, true,
+			   format('the list of foreign keys to validate of %s', c.oid::regclass)
+		FROM pg_class c
+		WHERE c.oid = cols[1].relid AND EXISTS (SELECT FROM flake_internal.flake_migrate_online_tables(cols, target))
+		UNION ALL
+		SELECT c.relnamespace, flake_internal.flake_migrate_online_name(x.index_name, '__flake_new'),
+			   (SELECT y.indexrelid FROM pg_index y JOIN pg_class yc ON yc.oid = y.indexrelid
+				WHERE y.indrelid = t.shadow_oid AND yc.relname = flake_internal.flake_migrate_online_name(x.index_name, '__flake_new')),
+			   false, format('the copy of index %s', quote_ident(x.index_name))
+		FROM flake_internal.flake_migrate_online_indexes(cols, target) x
+		JOIN flake_internal.flake_migrate_online_tables(cols, target) t ON t.relid = x.relid
+		JOIN pg_class c ON c.oid = x.relid)
+	SELECT string_agg(s.x, ', ' ORDER BY s.x) INTO list FROM (
+		SELECT format('%s (%s): taken by %s', quote_ident(n.name), n.what, pg_describe_object('pg_class'::regclass, o.oid, 0)) AS x
+		FROM needed n JOIN pg_class o ON o.relnamespace = n.nsp AND o.relname = n.name
+		WHERE o.oid IS DISTINCT FROM n.own
+		UNION ALL
+		SELECT format('%s (%s): taken by %s', quote_ident(n.name), n.what, pg_describe_object('pg_type'::regclass, y.oid, 0))
+		FROM needed n JOIN pg_type y ON y.typnamespace = n.nsp AND y.typname = n.name
+		-- a relation's row type is the relation's name; an array type moves aside
+		WHERE n.typed AND y.typrelid = 0 AND y.typcategory <> 'A'
+		UNION ALL
+		SELECT format('%s: %s', quote_ident(n.name), string_agg(n.what, ' and ' ORDER BY n.what))
+		FROM needed n GROUP BY n.nsp, n.name HAVING count(*) > 1) s;
+	IF list IS NOT NULL THEN
+		RAISE EXCEPTION 'names that the online migration of %.% needs are taken', cols[1].relid::regclass,
+						quote_ident((SELECT a.attname FROM pg_attribute a WHERE a.attrelid = cols[1].relid AND a.attnum = cols[1].attnum))
+			USING ERRCODE = 'duplicate_object',
+				  DETAIL = format('%s.', list),
+				  HINT = 'Rename or drop the objects that have them, or migrate with flake_migrate() (offline), which makes no copies.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_check_names(flake_internal.flake_migrate_column[], text) IS
+	'online migration check: the names of the copies, logs, list and index copies are free and distinct, or an error';
+
+--
 -- What the online path cannot do, beyond flake_migrate()'s own checks:
 -- tables it cannot copy in batches, and what a copy cannot carry over
--- (views and rules on the table, row security, publications, a replica
--- identity other than the primary key, tablespaces, other identity
--- columns, extended statistics, column privileges, grants by other roles,
--- NOT VALID checks, exclusion and deferrable constraints, indexes it
--- cannot copy), and names it needs that other objects have.  Each is a
--- blocked step.
+-- (views and rules on the table, row security, a replica identity other
+-- than the primary key, tablespaces, other identity columns, extended
+-- statistics, column privileges, grants by other roles, NOT VALID checks,
+-- exclusion and deferrable constraints, indexes it cannot copy); then the
+-- checks above (replication, owners, names).  Each is a blocked step.
 --
 CREATE FUNCTION flake_internal.flake_migrate_online_blockers(cols flake_internal.flake_migrate_column[], target text)
 	RETURNS flake_internal.flake_migrate_step[]
@@ -164,6 +354,11 @@ DECLARE
 	found		flake_internal.flake_migrate_step[] := '{}';
 	copied		oid[] := ARRAY(SELECT t.relid FROM flake_internal.flake_migrate_online_tables(cols, target) t);
 	list		text;
+	check_name	text;
+	msg			text;
+	state		text;
+	det			text;
+	hint		text;
 BEGIN
 	SELECT string_agg(t.rel, ', ') INTO list
 	FROM flake_internal.flake_migrate_online_tables(cols, target) t WHERE t.batch_key IS NULL;
@@ -176,8 +371,7 @@ BEGIN
 	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
 		SELECT format('%s on %s', pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass) AS x
 		FROM pg_class c JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid
-		WHERE c.oid = ANY (copied) AND d.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass,
-													 'pg_publication_rel'::regclass, 'pg_statistic_ext'::regclass)
+		WHERE c.oid = ANY (copied) AND d.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass, 'pg_statistic_ext'::regclass)
 		UNION
 		SELECT format('%s uses the row type of %s', pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass)
 		FROM pg_class c JOIN pg_depend d ON d.refclassid = 'pg_type'::regclass AND d.refobjid = c.reltype
@@ -200,13 +394,7 @@ BEGIN
 					 AND ((k.contype = 'c' AND NOT k.convalidated) OR k.contype = 'x' OR (k.contype IN ('p', 'u') AND k.condeferrable))),
 			 'a NOT VALID check, an exclusion constraint or a deferrable key'),
 			(EXISTS (SELECT FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid
-					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)), 'an invalid index or one in a tablespace of its own'),
-			(EXISTS (SELECT FROM pg_class o WHERE o.relnamespace = c.relnamespace
-					 AND o.relname IN (flake_internal.flake_migrate_online_name(c.relname, '__flake_new'),
-									   flake_internal.flake_migrate_online_name(c.relname, '__flake_log'),
-									   flake_internal.flake_migrate_online_name(c.relname, '__flake_validate'))
-					 AND coalesce(obj_description(o.oid, 'pg_class'), '') NOT LIKE 'flake_migrate_online: % of ' || c.oid),
-			 'the name of its copy, log or list of foreign keys is taken')) r(blocks, what)
+					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)), 'an invalid index or one in a tablespace of its own')) r(blocks, what)
 		WHERE c.oid = ANY (copied) AND r.blocks
 		UNION
 		SELECT format('%s: its columns or checks changed while it was copied (undo, then run again)', t.rel)
@@ -234,6 +422,15 @@ BEGIN
 			format('%s.', list));
 		found := found || ROW('note', 'flake_migrate() (offline) may still migrate these tables; or change the objects above first', false, false, NULL)::flake_internal.flake_migrate_step;
 	END IF;
+	-- the checks that are errors of the swap too
+	FOREACH check_name IN ARRAY ARRAY['replication', 'owners', 'names'] LOOP
+		BEGIN
+			EXECUTE format('SELECT flake_internal.flake_migrate_online_check_%s($1, $2)', check_name) USING cols, target;
+		EXCEPTION WHEN OTHERS THEN
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+			found := found || flake_internal.flake_migrate_blocked(msg, state, det, hint);
+		END;
+	END LOOP;
 	RETURN found;
 END
 $$;
@@ -253,7 +450,7 @@ CREATE FUNCTION flake_internal.flake_migrate_online_indexes(cols flake_internal.
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT t.relid, ic.relname, format('%I.%I', ic.relnamespace::regnamespace, n.new_index), nc.oid IS NOT NULL,
+	SELECT t.relid, ic.relname, format('%s.%I', ic.relnamespace::regnamespace, n.new_index), nc.oid IS NOT NULL,
 		   x.indexrelid = t.batch_index,
 		   format('CREATE %sINDEX %I ON %s USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END, n.new_index, t.shadow)
 		   || substr(d.def, length(d.prefix) + 1),
@@ -261,8 +458,8 @@ AS $$
 				THEN format('ALTER TABLE %s ADD CONSTRAINT %I %s USING INDEX %I', t.rel, k.conname,
 							CASE k.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END, n.new_index)
 					 || coalesce(format('; COMMENT ON CONSTRAINT %I ON %s IS %L', k.conname, t.rel, obj_description(k.oid, 'pg_constraint')), '')
-				ELSE format('ALTER INDEX %I.%I RENAME TO %I', ic.relnamespace::regnamespace, n.new_index, ic.relname) END
-		   || coalesce(format('; COMMENT ON INDEX %I.%I IS %L', ic.relnamespace::regnamespace, ic.relname,
+				ELSE format('ALTER INDEX %s.%I RENAME TO %I', ic.relnamespace::regnamespace, n.new_index, ic.relname) END
+		   || coalesce(format('; COMMENT ON INDEX %s.%I IS %L', ic.relnamespace::regnamespace, ic.relname,
 							  obj_description(ic.oid, 'pg_class')), '')
 		   || CASE WHEN x.indisclustered THEN format('; ALTER TABLE %s CLUSTER ON %I', t.rel, ic.relname) ELSE '' END
 	FROM flake_internal.flake_migrate_online_tables(cols, target) t
@@ -270,9 +467,12 @@ AS $$
 	JOIN pg_class ic ON ic.oid = x.indexrelid
 	CROSS JOIN LATERAL (SELECT flake_internal.flake_migrate_online_name(ic.relname, '__flake_new') AS new_index) n
 	CROSS JOIN LATERAL (SELECT pg_get_indexdef(x.indexrelid) AS def,
-							   format('CREATE %sINDEX %I ON %I.%I USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END,
+							   format('CREATE %sINDEX %I ON %s.%I USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END,
 									  ic.relname, ic.relnamespace::regnamespace, (SELECT c.relname FROM pg_class c WHERE c.oid = t.relid)) AS prefix) d
+	-- the copy exists: an index of that name on the shadow (another object of
+	-- that name is refused by the checks)
 	LEFT JOIN pg_class nc ON nc.relname = n.new_index AND nc.relnamespace = ic.relnamespace
+						 AND nc.oid IN (SELECT y.indexrelid FROM pg_index y WHERE y.indrelid = t.shadow_oid)
 	LEFT JOIN pg_constraint k ON k.conindid = x.indexrelid AND k.conrelid = x.indrelid AND k.contype IN ('p', 'u')
 	ORDER BY t.relid, x.indisprimary DESC, ic.relname
 $$;
@@ -324,14 +524,17 @@ BEGIN
 			-- batch; batch gives $2 from $1, the batch size and $3, the
 			-- last key to copy; resume gives the last key copied by a run
 			-- that stopped, and the last to copy: the table's largest key
-			-- now (later rows are in the log)
+			-- now (later rows are in the log).  The keys go by their own
+			-- type's order (a uuid, say, has no max() nor a cast to bigint),
+			-- the copy's key of a new type by the bigint it was made from.
 			phase := 'copy'; action := 'copy the rows in batches'; lock := 'ACCESS SHARE, the rows of one batch';
 			statement := format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE (CAST($1 AS text) IS NULL OR %I > CAST(CAST($1 AS text) AS %s)) AND %5$I <= CAST(CAST($2 AS text) AS %6$s) ORDER BY %5$I',
 								t.shadow, t.inserts, t.copies, t.rel, t.batch_key, t.batch_type);
-			batch := format('SELECT CAST(max(%1$I) AS text) FROM (SELECT %1$I FROM %2$s WHERE (CAST($1 AS text) IS NULL OR %1$I > CAST(CAST($1 AS text) AS %3$s)) AND %1$I <= CAST(CAST($3 AS text) AS %3$s) ORDER BY %1$I LIMIT CAST(CAST($2 AS text) AS bigint)) s',
+			batch := format('SELECT CAST((SELECT %1$I FROM (SELECT %1$I FROM %2$s WHERE (CAST($1 AS text) IS NULL OR %1$I > CAST(CAST($1 AS text) AS %3$s)) AND %1$I <= CAST(CAST($3 AS text) AS %3$s) ORDER BY %1$I LIMIT CAST(CAST($2 AS text) AS bigint)) s ORDER BY 1 DESC LIMIT 1) AS text)',
 							t.batch_key, t.rel, t.batch_type);
-			resume := format('SELECT (SELECT CAST(max(CAST(%1$I AS bigint)) AS text) FROM %2$s), (SELECT CAST(max(%1$I) AS text) FROM %3$s)',
-							 t.batch_key, t.shadow, t.rel);
+			resume := format('SELECT CAST((SELECT %1$s FROM %2$s ORDER BY 1 DESC LIMIT 1) AS text), CAST((SELECT %3$I FROM %4$s ORDER BY 1 DESC LIMIT 1) AS text)',
+							 CASE WHEN t.key_cast <> '%s' THEN format('CAST(%I AS bigint)', t.batch_key) ELSE quote_ident(t.batch_key) END,
+							 t.shadow, t.batch_key, t.rel);
 			total := (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = t.relid);
 			RETURN NEXT;
 			batch := NULL; total := NULL; resume := NULL;
@@ -357,7 +560,8 @@ BEGIN
 				RETURN NEXT;
 			END LOOP;
 		END IF;
-		IF NOT EXISTS (SELECT FROM pg_stats p WHERE p.schemaname = (SELECT c.relnamespace::regnamespace::name FROM pg_class c WHERE c.oid = t.relid)
+		IF NOT EXISTS (SELECT FROM pg_stats p WHERE p.schemaname = (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+																  WHERE c.oid = t.relid)
 					   AND p.tablename = t.shadow_name) THEN
 			phase := 'analyze'; action := 'statistics of the copy'; lock := 'SHARE UPDATE EXCLUSIVE on the copy only';
 			statement := format('ANALYZE %s', t.shadow);
@@ -482,7 +686,7 @@ BEGIN
 		WHERE c.oid = ANY (copied)) s;
 	stmts := stmts || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator) || adds;
 	IF validate IS NOT NULL THEN
-		stmts := stmts || format('CREATE TABLE %I.%I (rel regclass, conname name); COMMENT ON TABLE %1$I.%2$I IS %3$L; INSERT INTO %1$I.%2$I VALUES %4$s',
+		stmts := stmts || format('CREATE TABLE %s.%I (rel regclass, conname name); COMMENT ON TABLE %1$s.%2$I IS %3$L; INSERT INTO %1$s.%2$I VALUES %4$s',
 								 (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
 								 flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate'),
 								 'flake_migrate_online: the foreign keys to validate', validate);
@@ -539,6 +743,10 @@ BEGIN
 	LOOP
 		EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', s);
 	END LOOP;
+	-- a subscription, a publication or another owner's foreign key may
+	-- have come while the rows were copied
+	PERFORM flake_internal.flake_migrate_online_check_replication(closure.cols, target);
+	PERFORM flake_internal.flake_migrate_online_check_owners(closure.cols, target);
 	SELECT string_agg(coalesce(x.index_name::text, t.rel), ', ') INTO missing
 	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
 	LEFT JOIN flake_internal.flake_migrate_online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
@@ -596,10 +804,25 @@ AS $$
 DECLARE
 	r			record;
 	n			integer := 0;
+	others		text;
 BEGIN
 	IF obj_description(list, 'pg_class') IS DISTINCT FROM 'flake_migrate_online: the foreign keys to validate' THEN
 		RAISE EXCEPTION '% is not a list of foreign keys of flake_migrate_online', list
 			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- validating runs the code of the tables at both ends (the planner
+	-- folds the functions of their indexes' predicates): only as their
+	-- owner, logged in as such, as the swap checks
+	EXECUTE format('SELECT string_agg(DISTINCT c.oid::regclass::text, '', '') FROM %s l
+					JOIN pg_constraint k ON k.conrelid = l.rel AND k.conname = l.conname AND k.contype = ''f''
+					JOIN pg_class c ON c.oid IN (k.conrelid, k.confrelid)
+					WHERE c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_roles r WHERE r.rolname = session_user)
+					   OR c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)', list)
+		INTO others;
+	IF others IS NOT NULL THEN
+		RAISE EXCEPTION 'must be logged in as the owner of %', others
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'Validating a foreign key runs the code of the tables at both ends; connect as their owner.';
 	END IF;
 	FOR r IN EXECUTE format('SELECT rel, conname FROM %s', list) LOOP
 		IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = r.rel AND k.conname = r.conname AND NOT k.convalidated) THEN
@@ -635,7 +858,7 @@ CREATE FUNCTION flake_internal.flake_migrate_online_plan(tbl regclass, col name 
 AS $$
 DECLARE
 	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
-	list		regclass := to_regclass(format('%I.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
+	list		regclass := to_regclass(format('%s.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
 											   flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
 	key			record;
 	closure		record;
@@ -697,7 +920,7 @@ BEGIN
 		step := step + 1; phase := 'validate'; action := 'validate the foreign keys added NOT VALID';
 		lock := 'SHARE UPDATE EXCLUSIVE on the referencing tables, ROW SHARE on the referenced ones';
 		statement := format('SELECT flake_internal.flake_migrate_online_validate(%L)',
-							format('%I.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
+							format('%s.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
 								   flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
 		batch := NULL;
 		RETURN NEXT;

@@ -94,3 +94,26 @@ BEGIN
 END
 $$;
 ALTER FUNCTION randflake_decode(bigint, bytea) STABLE;
+
+-- flake_origin under logical replication: the rows a subscription's
+-- workers write are skipped, and deletes work where publications publish
+-- them (see sql/parts/flake.sql)
+CREATE FUNCTION flake_internal.flake_origin_local() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF EXISTS (SELECT FROM pg_stat_subscription s WHERE s.pid = pg_backend_pid()) THEN
+		RETURN NULL;
+	END IF;
+	IF TG_OP = 'DELETE' THEN
+		RETURN OLD;
+	END IF;
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_origin_local() IS
+	'trigger of flake_origin: skip the rows a subscription''s workers write, which are another server''s';
+CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_origin
+	FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_origin_local();
+ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;

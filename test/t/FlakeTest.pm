@@ -6,8 +6,9 @@ use strict;
 use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use IPC::Run;
 
-our @EXPORT = qw(flake_cluster flake_server randflake_backwards crc32c $flake_secret);
+our @EXPORT = qw(flake_cluster flake_server flake_migrate_online randflake_backwards crc32c $flake_secret);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -37,6 +38,19 @@ flake.randflake_secret = '$flake_secret'
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION flake');
 	return $node;
+}
+
+# The program flake_migrate_online with the arguments in $args, connected
+# to a node's database (as user => ROLE, or the test's user): its exit
+# code, stdout and stderr.
+sub flake_migrate_online
+{
+	my ($node, $dbname, $args, %opt) = @_;
+	my ($out, $err) = ('', '');
+	my $conn = $node->connstr($dbname) . (defined $opt{user} ? " user=$opt{user}" : '');
+	IPC::Run::run([ $node->config_data('--bindir') . '/flake_migrate_online', '-d', $conn, @$args ],
+		'>', \$out, '2>', \$err);
+	return ($? >> 8, $out, $err);
 }
 
 # How many ids of a table's randflake column id, in the order of its column
