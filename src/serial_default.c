@@ -20,11 +20,11 @@
  * and nothing needs installing in the database or removing with DROP
  * EXTENSION.
  *
- * What the setting leaves as written (see README, "Using flake from an
- * ORM"): 16- and 32-bit serial and identity columns, which cannot hold the
- * ids (a NOTICE names them; widening them would leave the columns that
- * reference them 32-bit); identity columns with sequence options, which ask
- * for a sequence (Citus's DDL for the shards of an identity column is one);
+ * What the setting leaves as written (README, "flake.serial_default"): 16-
+ * and 32-bit serial and identity columns, which cannot hold the ids (a
+ * NOTICE names them; widening them would leave the columns that reference
+ * them 32-bit); identity columns with sequence options, which ask for a
+ * sequence (Citus's DDL for the shell tables of identity tables has them);
  * what LIKE copies; columns of existing tables (ALTER ... ADD GENERATED, as
  * pg_dump restores identity columns, is not touched: dumps restore as they
  * were dumped); and extension scripts.  GENERATED ALWAYS becomes a plain
@@ -107,6 +107,7 @@ generator_schema(const char *generator)
 	Oid			extension = get_extension_oid("flake", true);
 	Oid			schema = flake_extension_schema();
 	CatCList   *procs;
+	Oid			rival = InvalidOid;
 	bool		found = false;
 
 	if (!OidIsValid(extension) || !OidIsValid(schema))
@@ -124,16 +125,19 @@ generator_schema(const char *generator)
 		if (proc->pronamespace != schema)
 			continue;
 		if (getExtensionOfObject(ProcedureRelationId, proc->oid) != extension)
-			ereport(ERROR,
-					(errcode(ERRCODE_AMBIGUOUS_FUNCTION),
-					 errmsg("flake.serial_default cannot use %s.%s(): function %s is not flake's",
-							get_namespace_name(schema), generator,
-							format_procedure_qualified(proc->oid)),
-					 errdetail("A function of that name in the extension's schema could take the place of flake's in the column's default."),
-					 errhint("Drop that function, or set flake.serial_default to off.")));
-		found |= proc->pronargs == 0;
+			rival = proc->oid;
+		else if (proc->pronargs == 0)
+			found = true;
 	}
 	ReleaseSysCacheList(procs);
+	if (OidIsValid(rival))
+		ereport(ERROR,
+				(errcode(ERRCODE_AMBIGUOUS_FUNCTION),
+				 errmsg("flake.serial_default cannot use %s.%s(): function %s is not flake's",
+						get_namespace_name(schema), generator,
+						format_procedure_qualified(rival)),
+				 errdetail("A function of that name in the extension's schema could take the place of flake's in the column's default."),
+				 errhint("Drop that function, or set flake.serial_default to off.")));
 	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
