@@ -514,6 +514,14 @@ DECLARE
 	s			text;
 	n			integer := 0;
 BEGIN
+	-- the logs are applied with the snapshots of the statements below,
+	-- taken once the locks have waited out the writers; a REPEATABLE READ
+	-- or SERIALIZABLE transaction would keep its first, taken before
+	IF current_setting('transaction_isolation') <> 'read committed' THEN
+		RAISE EXCEPTION 'the swap must run at isolation level read committed, not %', current_setting('transaction_isolation')
+			USING ERRCODE = 'invalid_transaction_state',
+				  HINT = 'Begin its transaction with BEGIN ISOLATION LEVEL READ COMMITTED, as flake_migrate_online does.';
+	END IF;
 	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
 	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	SELECT * INTO closure
