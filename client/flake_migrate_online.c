@@ -175,7 +175,8 @@ run_short(const Options *opt, const char *sql, const char *what)
 		PGresult   *res;
 		const char *state;
 
-		run("BEGIN", what);
+		/* the swap's snapshots come after its locks (see its function) */
+		run("BEGIN ISOLATION LEVEL READ COMMITTED", what);
 		res = PQexec(conn, sql);
 		if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK)
 		{
@@ -201,7 +202,8 @@ run_short(const Options *opt, const char *sql, const char *what)
 		if (stopped)
 			fail(NULL, what);
 	}
-	run("RESET lock_timeout", "RESET lock_timeout");
+	/* not RESET, which would give back the role's */
+	run("SET lock_timeout = 0", "SET lock_timeout");
 }
 
 /*
@@ -458,6 +460,47 @@ check_owner(const char *table)
 	PQclear(res);
 }
 
+/*
+ * The session's own settings, whatever the role's or the database's (ALTER
+ * ROLE or DATABASE ... SET, PGOPTIONS): READ COMMITTED by default (the
+ * swap needs it; the apply asks for REPEATABLE READ), writes allowed, no
+ * statement, transaction or idle timeouts (an index build may take hours,
+ * and --sleep idles between batches), no lock timeout but the short
+ * steps' own (run_short), the copies in the database's tablespace, keys
+ * as text in a form that reads back the same (the batches go by them),
+ * warnings only (ADD CONSTRAINT USING INDEX says it renames the index: the
+ * plan says so), and search_path pg_catalog, pg_temp.  Settings this
+ * server lacks (transaction_timeout before PostgreSQL 17) are left out.
+ * session_replication_role, which only a superuser may set, changes
+ * nothing: the program writes only the copies and logs, which have no
+ * triggers, rules or foreign keys, and the log triggers fire always.
+ */
+static void
+set_session(void)
+{
+	run("SELECT pg_catalog.set_config(s.name, v.setting, false) "
+		"FROM (VALUES ('default_transaction_isolation', 'read committed'), ('default_transaction_read_only', 'off'), "
+		"('statement_timeout', '0'), ('transaction_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), "
+		"('idle_session_timeout', '0'), ('lock_timeout', '0'), "
+		"('default_tablespace', ''), ('default_table_access_method', 'heap'), "
+		"('extra_float_digits', '3'), ('DateStyle', 'ISO'), ('IntervalStyle', 'postgres'), "
+		"('client_min_messages', 'warning'), ('search_path', 'pg_catalog, pg_temp')) v(name, setting) "
+		"JOIN pg_catalog.pg_settings s ON s.name OPERATOR(pg_catalog.=) v.name",
+		"setting up the session");
+}
+
+/* The oid of a table, by its qualified name. */
+static char *
+lookup_table(const char *name)
+{
+	const char *params[1] = {name};
+	PGresult   *res = query("SELECT CAST(CAST($1 AS regclass) AS oid)", 1, params, "looking up the table");
+	char	   *oid = strdup(PQgetvalue(res, 0, 0));
+
+	PQclear(res);
+	return oid;
+}
+
 static void
 usage(void)
 {
@@ -614,6 +657,7 @@ main(int argc, char **argv)
 	PGresult   *res;
 	PGresult   *plan;
 	const char *sql;
+	char	   *table_oid;
 	const char *params[4];
 	const char *keywords[3];
 	const char *values[3];
@@ -638,16 +682,20 @@ main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 
 	/*
-	 * The table is named as in the caller's session; nothing after it may
-	 * find objects through the caller's search_path.
+	 * The table is named as in the caller's session, through its search_path
+	 * (with the types qualified: that path may put a schema of look-alikes
+	 * before pg_catalog); nothing after it may find objects through that
+	 * path.  Its qualified name names it from then on.
 	 */
 	params[0] = opt.table;
-	res = query("SELECT CAST(CAST($1 AS regclass) AS oid)", 1, params, "looking up the table");
+	res = query("SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' "
+				"OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname) "
+				"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
+				"WHERE c.oid OPERATOR(pg_catalog.=) CAST(CAST($1 AS pg_catalog.regclass) AS pg_catalog.oid)",
+				1, params, "looking up the table");
 	opt.table = strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
-	run("SET search_path = pg_catalog, pg_temp", "SET search_path");
-	/* ADD CONSTRAINT USING INDEX says it renames the index: the plan says so */
-	run("SET client_min_messages = warning", "SET client_min_messages");
+	set_session();
 
 	res = query("SELECT FROM pg_extension e WHERE e.extname = 'flake'", 0, NULL, "looking up the extension");
 	if (PQntuples(res) != 1)
@@ -656,19 +704,32 @@ main(int argc, char **argv)
 		return EXIT_ERROR;
 	}
 	PQclear(res);
-	check_owner(opt.table);
 
 	/*
 	 * One run at a time: a run killed while its backend waited for a lock
 	 * leaves that backend to finish its statement (a batch of the copy, say)
-	 * before it notices, and the next run must not plan before it ends.
+	 * before it notices, and the next run must not plan before it ends. The
+	 * lock is the table's, and the name is looked up again once it is held:
+	 * after waiting for a run that swapped, the name is that of another table
+	 * (the copy swapped in), whose lock is taken instead.
 	 */
-	if (!opt.dry_run)
+	table_oid = lookup_table(opt.table);
+	while (!opt.dry_run)
 	{
-		params[0] = opt.table;
+		char	   *locked = table_oid;
+
+		params[0] = locked;
 		PQclear(query("SELECT pg_advisory_lock(hashtext('flake_migrate_online'), CAST(CAST($1 AS oid) AS integer))",
 					  1, params, "waiting for an earlier run to end"));
+		table_oid = lookup_table(opt.table);
+		if (strcmp(table_oid, locked) == 0)
+			break;
+		PQclear(query("SELECT pg_advisory_unlock(hashtext('flake_migrate_online'), CAST(CAST($1 AS oid) AS integer))",
+					  1, params, "waiting for an earlier run to end"));
+		free(locked);
 	}
+	opt.table = table_oid;
+	check_owner(opt.table);
 
 	params[0] = opt.table;
 	params[1] = opt.column;

@@ -21,9 +21,10 @@
 --
 -- The plan is made again from the catalogs at every run, so a run that
 -- stopped anywhere is continued by running the command again: the state is
--- in the catalogs (the shadows, marked by their comment, their indexes,
--- the logs, the table TABLE__flake_validate of the foreign keys left to
--- validate after the swap) and in the shadows' rows.  Until the swap the
+-- in the catalogs (the shadows, their indexes, the logs, the table
+-- TABLE__flake_validate of the foreign keys left to validate after the
+-- swap; each found by the oid of its table that its comment records,
+-- never by its name) and in the shadows' rows.  Until the swap the
 -- tables are not changed (but for the trigger), so undoing is dropping
 -- what the migration added.  The checks are flake_migrate()'s own, through
 -- its dry run, and those of flake_migrate_online_blockers().
@@ -76,6 +77,68 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_name(name, text) IS
 	'online migration helper: base with suffix, cut to fit a name';
 
 --
+-- The copy or the log (what) of a table: the table of its owner whose
+-- comment, set by the create step, records the table's oid, wherever it
+-- is and whatever its name (the table may have been renamed meanwhile).
+-- Only the owner of a table (or a superuser) may comment on it, so no
+-- other role can make one.  The C trigger flake_migrate_online_log()
+-- checks its log the same way.  After the swap, the list of foreign keys
+-- to validate is found so too (what: 'foreign keys to validate').
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_marked(rel oid, what text)
+	RETURNS oid
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT m.oid
+	FROM pg_description d
+	JOIN pg_class m ON m.oid = d.objoid
+	JOIN pg_class c ON c.oid = rel
+	WHERE d.classoid = 'pg_class'::regclass AND d.objsubid = 0
+	  AND d.description = format('flake_migrate_online: the %s of %s', what, rel)
+	  AND m.relkind = 'r' AND m.relowner = c.relowner
+	ORDER BY m.oid
+	LIMIT 1
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_marked(oid, text) IS
+	'online migration helper: the copy or the log of a table, found by the oid their comment records';
+
+--
+-- Take back from a table the migration made (a copy, a log, the list of
+-- foreign keys to validate) what ALTER DEFAULT PRIVILEGES gave other roles
+-- when it was created, and give its owner every privilege (default
+-- privileges may have taken some from it): only the owner may use it.  The
+-- swap then grants exactly the table's own privileges.
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_private(rel regclass)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	owner		regrole := (SELECT c.relowner FROM pg_class c WHERE c.oid = rel);
+	grantees	text;
+BEGIN
+	IF NOT pg_has_role(owner, 'USAGE') THEN
+		RAISE EXCEPTION 'must be owner of table %', rel
+			USING ERRCODE = 'insufficient_privilege';
+	END IF;
+	IF (SELECT c.relacl FROM pg_class c WHERE c.oid = rel) IS NULL THEN
+		RETURN;
+	END IF;
+	SELECT string_agg(DISTINCT CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END, ', ') INTO grantees
+	FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) g
+	WHERE c.oid = rel;
+	IF grantees IS NOT NULL THEN
+		EXECUTE format('REVOKE ALL ON %s FROM %s', rel, grantees);
+	END IF;
+	EXECUTE format('GRANT ALL ON %s TO %s', rel, owner);
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_private(regclass) IS
+	'online migration helper: take back the default privileges of a table the migration made';
+
+--
 -- The tables to copy (those with a column that changes type), each with
 -- its shadow and log (their names, and their oids once they exist), the
 -- column its batches go by (its primary key, or else a unique index on one
@@ -102,9 +165,11 @@ AS $$
 							 t.shadow, t.inserts, t.copies, t.rel, t.batch_key, t.log),
 					  format('DELETE FROM %s', t.log)] END
 	FROM (
-	SELECT c.oid AS relid, c.oid::regclass::text AS rel, s.shadow_name,
-		   format('%s.%I', c.relnamespace::regnamespace, s.shadow_name) AS shadow, sc.oid AS shadow_oid,
-		   format('%s.%I', c.relnamespace::regnamespace, s.log_name) AS log, lc.oid AS log_oid,
+	SELECT c.oid AS relid, c.oid::regclass::text AS rel, coalesce(sc.relname, s.shadow_name) AS shadow_name,
+		   coalesce(sc.oid::regclass::text, format('%s.%I', c.relnamespace::regnamespace, s.shadow_name)) AS shadow,
+		   sc.oid AS shadow_oid,
+		   coalesce(lc.oid::regclass::text, format('%s.%I', c.relnamespace::regnamespace, s.log_name)) AS log,
+		   lc.oid AS log_oid,
 		   k.attname AS batch_key, format_type(k.atttypid, k.atttypmod) AS batch_type, k.indexrelid AS batch_index,
 		   CASE WHEN EXISTS (SELECT FROM unnest(cols) u WHERE u.relid = c.oid AND u.attnum = k.attnum AND u.changes)
 				THEN format('CAST(CAST(%%s AS bigint) AS %s)', target) ELSE '%s' END AS key_cast,
@@ -134,10 +199,8 @@ AS $$
 	FROM pg_class c
 	CROSS JOIN LATERAL (SELECT flake_internal.flake_migrate_online_name(c.relname, '__flake_new') AS shadow_name,
 							   flake_internal.flake_migrate_online_name(c.relname, '__flake_log') AS log_name) s
-	LEFT JOIN pg_class sc ON sc.relnamespace = c.relnamespace AND sc.relname = s.shadow_name AND sc.relkind = 'r'
-						 AND obj_description(sc.oid, 'pg_class') = 'flake_migrate_online: the copy of ' || c.oid
-	LEFT JOIN pg_class lc ON lc.relnamespace = c.relnamespace AND lc.relname = s.log_name AND lc.relkind = 'r'
-						 AND obj_description(lc.oid, 'pg_class') = 'flake_migrate_online: the log of ' || c.oid
+	LEFT JOIN pg_class sc ON sc.oid = flake_internal.flake_migrate_online_marked(c.oid, 'copy')
+	LEFT JOIN pg_class lc ON lc.oid = flake_internal.flake_migrate_online_marked(c.oid, 'log')
 	LEFT JOIN LATERAL (
 		SELECT x.indexrelid, ka.attnum, ka.attname, ka.atttypid, ka.atttypmod
 		FROM pg_index x
@@ -337,6 +400,27 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_check_names(flake_intern
 	'online migration check: the names of the copies, logs, list and index copies are free and distinct, or an error';
 
 --
+-- Where the log trigger of a table writes: the log its first argument
+-- names and the column its second names (pg_trigger.tgargs holds them
+-- ended by NUL bytes, in the database's encoding); no row without one.
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_logged(rel oid)
+	RETURNS TABLE(log oid, key text)
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT CASE WHEN g.tgnargs = 2
+				THEN to_regclass(convert_from(substring(g.tgargs FROM 1 FOR p.n - 1), getdatabaseencoding())) END,
+		   CASE WHEN g.tgnargs = 2
+				THEN convert_from(substring(g.tgargs FROM p.n + 1 FOR length(g.tgargs) - p.n - 1), getdatabaseencoding()) END
+	FROM pg_trigger g
+	CROSS JOIN LATERAL (SELECT position('\x00'::bytea IN g.tgargs) AS n) p
+	WHERE g.tgrelid = rel AND g.tgname = 'zz_flake_migrate_online_log'
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_logged(oid) IS
+	'online migration helper: the log and the key column the log trigger of a table writes';
+
+--
 -- What the online path cannot do, beyond flake_migrate()'s own checks:
 -- tables it cannot copy in batches, and what a copy cannot carry over
 -- (views and rules on the table, row security, a replica identity other
@@ -394,16 +478,31 @@ BEGIN
 					 AND ((k.contype = 'c' AND NOT k.convalidated) OR k.contype = 'x' OR (k.contype IN ('p', 'u') AND k.condeferrable))),
 			 'a NOT VALID check, an exclusion constraint or a deferrable key'),
 			(EXISTS (SELECT FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid
-					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)), 'an invalid index or one in a tablespace of its own')) r(blocks, what)
+					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)), 'an invalid index or one in a tablespace of its own'),
+			(EXISTS (SELECT FROM pg_description d JOIN pg_class m ON m.oid = d.objoid
+					 WHERE d.classoid = 'pg_class'::regclass AND d.objsubid = 0 AND m.relowner <> c.relowner
+					   AND d.description IN ('flake_migrate_online: the copy of ' || c.oid, 'flake_migrate_online: the log of ' || c.oid)),
+			 'a copy or log of it belongs to another role (its owner changed during the migration, or another role made it)')) r(blocks, what)
 		WHERE c.oid = ANY (copied) AND r.blocks
 		UNION
-		SELECT format('%s: its columns or checks changed while it was copied (undo, then run again)', t.rel)
+		SELECT format('%s: its columns or checks changed while it was copied (a type, NOT NULL, a default, a collation, storage, '
+					  'table options or its schema; undo, then run again)', t.rel)
 		FROM flake_internal.flake_migrate_online_tables(cols, target) t
-		CROSS JOIN LATERAL (SELECT array_agg(a.attname) AS names FROM unnest(cols) u
+		CROSS JOIN LATERAL (SELECT array_agg(a.attname) AS names,
+								   (array_agg(a.attname) FILTER (WHERE u.relid = cols[1].relid AND u.attnum = cols[1].attnum))[1] AS key
+							FROM unnest(cols) u
 							JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 							WHERE u.relid = t.relid AND u.changes) n
 		WHERE t.shadow_oid IS NOT NULL
-		  AND flake_internal.flake_migrate_online_shape(t.relid, n.names) IS DISTINCT FROM flake_internal.flake_migrate_online_shape(t.shadow_oid, n.names)
+		  AND flake_internal.flake_migrate_online_shape(t.relid, n.names, n.key)
+			  IS DISTINCT FROM flake_internal.flake_migrate_online_shape(t.shadow_oid, n.names, n.key)
+		UNION
+		-- the log trigger must log the key the copy goes by into the log:
+		-- a primary key dropped meanwhile may have made another the key
+		SELECT format('%s: its log trigger logs another column or into another table than the copy goes by (undo, then run again)', t.rel)
+		FROM flake_internal.flake_migrate_online_tables(cols, target) t
+		CROSS JOIN LATERAL flake_internal.flake_migrate_online_logged(t.relid) g
+		WHERE t.log_oid IS NOT NULL AND (g.log IS DISTINCT FROM t.log_oid OR g.key IS DISTINCT FROM t.batch_key)
 		UNION
 		SELECT format('index %s (an expression, a predicate or an operator class on a changing column)', x.indexrelid::regclass)
 		FROM unnest(cols) u
@@ -440,20 +539,24 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_blockers(flake_internal.
 --
 -- The indexes of the copied tables, each with the CREATE INDEX of its copy
 -- on the shadow (pg_get_indexdef()'s definition on the shadow, under a
--- name of its own), whether the copy exists, and the statements that put
--- it in its place at the swap: a primary key or unique constraint added
--- USING INDEX under the old name, or the index renamed; and its comment
--- and CLUSTER mark.
+-- name of its own), whether the copy exists with that definition (and the
+-- copy's oid: one of another definition, the table's index having been
+-- dropped and made again meanwhile, is dropped before the CREATE INDEX),
+-- and the statements that put it in its place at the swap: a primary key
+-- or unique constraint added USING INDEX under the old name, or the index
+-- renamed; and its comment and CLUSTER mark.
 --
 CREATE FUNCTION flake_internal.flake_migrate_online_indexes(cols flake_internal.flake_migrate_column[], target text)
-	RETURNS TABLE(relid oid, index_name name, new_index text, new_exists boolean, batch boolean, create_sql text, swap_sql text)
+	RETURNS TABLE(relid oid, index_name name, new_index text, new_exists boolean, batch boolean, create_sql text, swap_sql text,
+				  new_oid oid)
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT t.relid, ic.relname, format('%s.%I', ic.relnamespace::regnamespace, n.new_index), nc.oid IS NOT NULL,
+	SELECT t.relid, ic.relname, format('%s.%I', ic.relnamespace::regnamespace, n.new_index),
+		   coalesce(pg_get_indexdef(nc.oid) = q.create_sql, false),
 		   x.indexrelid = t.batch_index,
-		   format('CREATE %sINDEX %I ON %s USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END, n.new_index, t.shadow)
-		   || substr(d.def, length(d.prefix) + 1),
+		   CASE WHEN pg_get_indexdef(nc.oid) <> q.create_sql THEN format('DROP INDEX %s; ', nc.oid::regclass) ELSE '' END
+		   || q.create_sql,
 		   CASE WHEN k.contype IN ('p', 'u')
 				THEN format('ALTER TABLE %s ADD CONSTRAINT %I %s USING INDEX %I', t.rel, k.conname,
 							CASE k.contype WHEN 'p' THEN 'PRIMARY KEY' ELSE 'UNIQUE' END, n.new_index)
@@ -461,7 +564,8 @@ AS $$
 				ELSE format('ALTER INDEX %s.%I RENAME TO %I', ic.relnamespace::regnamespace, n.new_index, ic.relname) END
 		   || coalesce(format('; COMMENT ON INDEX %s.%I IS %L', ic.relnamespace::regnamespace, ic.relname,
 							  obj_description(ic.oid, 'pg_class')), '')
-		   || CASE WHEN x.indisclustered THEN format('; ALTER TABLE %s CLUSTER ON %I', t.rel, ic.relname) ELSE '' END
+		   || CASE WHEN x.indisclustered THEN format('; ALTER TABLE %s CLUSTER ON %I', t.rel, ic.relname) ELSE '' END,
+		   nc.oid
 	FROM flake_internal.flake_migrate_online_tables(cols, target) t
 	JOIN pg_index x ON x.indrelid = t.relid
 	JOIN pg_class ic ON ic.oid = x.indexrelid
@@ -469,15 +573,35 @@ AS $$
 	CROSS JOIN LATERAL (SELECT pg_get_indexdef(x.indexrelid) AS def,
 							   format('CREATE %sINDEX %I ON %s.%I USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END,
 									  ic.relname, ic.relnamespace::regnamespace, (SELECT c.relname FROM pg_class c WHERE c.oid = t.relid)) AS prefix) d
+	CROSS JOIN LATERAL (SELECT format('CREATE %sINDEX %I ON %s USING ', CASE WHEN x.indisunique THEN 'UNIQUE ' END, n.new_index, t.shadow)
+							   || substr(d.def, length(d.prefix) + 1) AS create_sql) q
 	-- the copy exists: an index of that name on the shadow (another object of
 	-- that name is refused by the checks)
-	LEFT JOIN pg_class nc ON nc.relname = n.new_index AND nc.relnamespace = ic.relnamespace
-						 AND nc.oid IN (SELECT y.indexrelid FROM pg_index y WHERE y.indrelid = t.shadow_oid)
+	LEFT JOIN (pg_class nc JOIN pg_index nx ON nx.indexrelid = nc.oid) ON nc.relname = n.new_index AND nx.indrelid = t.shadow_oid
 	LEFT JOIN pg_constraint k ON k.conindid = x.indexrelid AND k.conrelid = x.indrelid AND k.contype IN ('p', 'u')
 	ORDER BY t.relid, x.indisprimary DESC, ic.relname
 $$;
 COMMENT ON FUNCTION flake_internal.flake_migrate_online_indexes(flake_internal.flake_migrate_column[], text) IS
 	'online migration helper: the indexes of the copied tables, how to copy them and swap the copies in';
+
+--
+-- The indexes of the copies that are no copy of an index of their table:
+-- the table's index was dropped, or renamed, while it was copied.
+--
+CREATE FUNCTION flake_internal.flake_migrate_online_stale_indexes(cols flake_internal.flake_migrate_column[], target text)
+	RETURNS TABLE(relid oid, index regclass)
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT t.relid, nx.indexrelid::regclass
+	FROM flake_internal.flake_migrate_online_tables(cols, target) t
+	JOIN pg_index nx ON nx.indrelid = t.shadow_oid
+	WHERE nx.indexrelid NOT IN (SELECT x.new_oid FROM flake_internal.flake_migrate_online_indexes(cols, target) x
+								WHERE x.new_oid IS NOT NULL)
+	ORDER BY t.relid, nx.indexrelid
+$$;
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_stale_indexes(flake_internal.flake_migrate_column[], text) IS
+	'online migration helper: the indexes of the copies whose tables no longer have them';
 
 --
 -- The steps before the swap that are not done yet, in order, each with
@@ -503,19 +627,26 @@ BEGIN
 			phase := 'create'; action := 'create the copy, the log and the triggers';
 			lock := 'SHARE ROW EXCLUSIVE, a moment (CREATE TRIGGER)';
 			statement := format('DROP TABLE IF EXISTS %s, %s; ', t.shadow, t.log)
-				|| format('CREATE %sTABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION INCLUDING COMMENTS)%s; ',
+				-- the table's access method, not the session's default
+				|| format('CREATE %sTABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION INCLUDING COMMENTS) USING %I%s; ',
 						  CASE WHEN (SELECT c.relpersistence FROM pg_class c WHERE c.oid = t.relid) = 'u' THEN 'UNLOGGED ' ELSE '' END,
 						  t.shadow, t.rel,
+						  (SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = t.relid),
 						  (SELECT ' WITH (' || array_to_string(c.reloptions, ', ') || ')' FROM pg_class c WHERE c.oid = t.relid))
 				|| format('ALTER TABLE %s %s; ', t.shadow, t.alters)
-				|| format('CREATE TABLE %s (k %s); ', t.log, t.batch_type)
-				|| format('CREATE TRIGGER zz_flake_migrate_online_log AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log(%L, %L); ',
+				-- the trigger writes the log as a heap
+				|| format('CREATE TABLE %s (k %s) USING heap; ', t.log, t.batch_type)
+				|| format('COMMENT ON TABLE %s IS %L; COMMENT ON TABLE %s IS %L; ', t.shadow, 'flake_migrate_online: the copy of ' || t.relid,
+						  t.log, 'flake_migrate_online: the log of ' || t.relid)
+				-- OR REPLACE: the triggers stay when the copy or log was dropped
+				|| format('CREATE OR REPLACE TRIGGER zz_flake_migrate_online_log AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log(%L, %L); ',
 						  t.rel, t.log, t.batch_key)
-				|| format('CREATE TRIGGER zz_flake_migrate_online_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION flake_internal.flake_migrate_online_no_truncate(); ', t.rel)
+				|| format('CREATE OR REPLACE TRIGGER zz_flake_migrate_online_no_truncate BEFORE TRUNCATE ON %s FOR EACH STATEMENT EXECUTE FUNCTION flake_internal.flake_migrate_online_no_truncate(); ', t.rel)
 				-- also for a subscription's writes (session_replication_role)
 				|| format('ALTER TABLE %s ENABLE ALWAYS TRIGGER zz_flake_migrate_online_log, ENABLE ALWAYS TRIGGER zz_flake_migrate_online_no_truncate; ', t.rel)
-				|| format('COMMENT ON TABLE %s IS %L; COMMENT ON TABLE %s IS %L', t.shadow, 'flake_migrate_online: the copy of ' || t.relid,
-						  t.log, 'flake_migrate_online: the log of ' || t.relid);
+				-- no privileges that ALTER DEFAULT PRIVILEGES gave
+				|| format('SELECT flake_internal.flake_migrate_online_private(%L), flake_internal.flake_migrate_online_private(%L)',
+						  t.shadow, t.log);
 			RETURN NEXT;
 		END IF;
 		indexed := EXISTS (SELECT FROM pg_index x WHERE x.indrelid = t.shadow_oid);
@@ -538,6 +669,14 @@ BEGIN
 			total := (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = t.relid);
 			RETURN NEXT;
 			batch := NULL; total := NULL; resume := NULL;
+		END IF;
+		-- before any apply (a unique one would make it fail)
+		statement := (SELECT 'DROP INDEX ' || string_agg(x.index::text, ', ')
+					  FROM flake_internal.flake_migrate_online_stale_indexes(cols, target) x WHERE x.relid = t.relid);
+		IF statement IS NOT NULL THEN
+			phase := 'index'; action := 'drop the indexes of the copy that the table no longer has';
+			lock := 'ACCESS EXCLUSIVE on the copy only';
+			RETURN NEXT;
 		END IF;
 		IF EXISTS (SELECT FROM flake_internal.flake_migrate_online_indexes(cols, target) x WHERE x.relid = t.relid AND NOT x.new_exists) THEN
 			-- first the index of the key the batches went by, unique in
@@ -581,22 +720,38 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_prepare(flake_internal.f
 	'online migration helper: the steps before the swap that are not done yet';
 
 --
--- The columns (with their types, but for those that change) and checks of
--- a table, to compare a table with its copy.
+-- The shape of a table that its copy must have, to compare a table with
+-- its copy: its schema, access method, persistence and options, its
+-- columns in their order with their types (but for those that change),
+-- NOT NULL, defaults (but the key's, which the copy drops) and generation
+-- expressions, collations, storage, compression, statistics targets and
+-- options, and its checks.  What the swap takes from the table itself
+-- (indexes, triggers, grants, comments, foreign keys) is not in it.
 --
-CREATE FUNCTION flake_internal.flake_migrate_online_shape(rel oid, changing name[])
+CREATE FUNCTION flake_internal.flake_migrate_online_shape(rel oid, changing name[], key name)
 	RETURNS text
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT string_agg(format('%I %s', a.attname, CASE WHEN a.attname = ANY (changing) THEN '' ELSE format_type(a.atttypid, a.atttypmod) END),
-					  ', ' ORDER BY a.attnum)
+	SELECT format('%s %s %s %s; ', c.relnamespace, c.relam, c.relpersistence, c.reloptions)
+		   || string_agg(format('%I %s %s %s %s %s %s %s %s', a.attname,
+								CASE WHEN a.attname = ANY (changing) THEN '' ELSE format_type(a.atttypid, a.atttypmod) END,
+								a.attnotnull, a.attcollation, a.attgenerated,
+								CASE WHEN a.attname = ANY (changing) THEN '' ELSE concat(a.attstorage, a.attcompression) END,
+								-- (PostgreSQL's minor releases keep a version in the options)
+								a.attstattarget, ARRAY(SELECT o FROM unnest(a.attoptions) o WHERE o NOT LIKE 'pg\_attver=%' ORDER BY o),
+								CASE WHEN a.attname = key THEN '' ELSE pg_get_expr(d.adbin, d.adrelid) END),
+						 ', ' ORDER BY a.attnum)
 		   || '; ' || coalesce((SELECT string_agg(k.conname || ' ' || pg_get_constraintdef(k.oid), ', ' ORDER BY k.conname)
 								FROM pg_constraint k WHERE k.conrelid = rel AND k.contype = 'c'), '')
-	FROM pg_attribute a WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
+	FROM pg_class c
+	JOIN pg_attribute a ON a.attrelid = c.oid
+	LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+	WHERE c.oid = rel AND a.attnum > 0 AND NOT a.attisdropped
+	GROUP BY c.oid
 $$;
-COMMENT ON FUNCTION flake_internal.flake_migrate_online_shape(oid, name[]) IS
-	'online migration helper: the columns and checks of a table, to compare it with its copy';
+COMMENT ON FUNCTION flake_internal.flake_migrate_online_shape(oid, name[], name) IS
+	'online migration helper: the shape of a table that its copy must have, to compare it with its copy';
 
 --
 -- The statements of the swap, in order: move the sequences the tables own
@@ -620,6 +775,7 @@ DECLARE
 	stmts		text[] := '{}';
 	adds		text[];
 	validate	text;
+	list		text;
 BEGIN
 	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	SELECT stmts || coalesce(array_agg(s.stmt ORDER BY s.o), '{}') INTO stmts FROM (
@@ -656,6 +812,14 @@ BEGIN
 		INTO stmts
 		FROM flake_internal.flake_migrate_online_tables(cols, target) t;
 	END IF;
+	-- the columns' comments changed since the copy was made
+	SELECT stmts || coalesce(array_agg(format('COMMENT ON COLUMN %s.%I IS %L', t.rel, a.attname, col_description(t.relid, a.attnum))
+									   ORDER BY t.relid, a.attnum), '{}')
+	INTO stmts
+	FROM flake_internal.flake_migrate_online_tables(cols, target) t
+	JOIN pg_attribute a ON a.attrelid = t.relid AND a.attnum > 0 AND NOT a.attisdropped
+	JOIN pg_attribute sa ON sa.attrelid = t.shadow_oid AND sa.attname = a.attname
+	WHERE col_description(t.relid, a.attnum) IS DISTINCT FROM col_description(t.shadow_oid, sa.attnum);
 	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts FROM flake_internal.flake_migrate_online_indexes(cols, target) x;
 	SELECT stmts || coalesce(array_agg(pg_get_triggerdef(g.oid)
 									   || CASE g.tgenabled WHEN 'D' THEN format('; ALTER TABLE %s DISABLE TRIGGER %I', g.tgrelid::regclass, g.tgname)
@@ -669,27 +833,37 @@ BEGIN
 	FROM pg_trigger g
 	WHERE g.tgrelid = ANY (copied) AND NOT g.tgisinternal
 	  AND g.tgname NOT IN ('zz_flake_migrate_online_log', 'zz_flake_migrate_online_no_truncate');
-	-- the grants, in their order, after taking back any default privileges
+	-- the grants, in their order, after taking back all of the copy's:
+	-- exactly the table's (its owner's alone where it has none of its own)
 	SELECT stmts || coalesce(array_agg(s.stmt ORDER BY s.relid, s.o), '{}') INTO stmts FROM (
 		SELECT c.oid AS relid, 0::bigint AS o,
 			   format('REVOKE ALL ON %s FROM PUBLIC, %s', c.oid::regclass,
 					  (SELECT string_agg(DISTINCT r.grantee::regrole::text, ', ')
-					   FROM (SELECT c.relowner UNION SELECT g.grantee FROM pg_class sc, aclexplode(sc.relacl) g
-							 WHERE sc.oid = t.shadow_oid AND g.grantee <> 0) r(grantee))) AS stmt
+					   FROM (SELECT c.relowner UNION SELECT g.grantee FROM aclexplode(sc.relacl) g
+							 WHERE g.grantee <> 0) r(grantee))) AS stmt
 		FROM flake_internal.flake_migrate_online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
-		WHERE c.relacl IS NOT NULL
+		LEFT JOIN pg_class sc ON sc.oid = t.shadow_oid
+		WHERE c.relacl IS NOT NULL OR sc.relacl IS NOT NULL
 		UNION ALL
 		SELECT c.oid, g.o, format('GRANT %s ON %s TO %s%s', g.privilege_type, c.oid::regclass,
 								  CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
 								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
-		FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) WITH ORDINALITY g(grantor, grantee, privilege_type, is_grantable, o)
-		WHERE c.oid = ANY (copied)) s;
+		FROM flake_internal.flake_migrate_online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
+		LEFT JOIN pg_class sc ON sc.oid = t.shadow_oid
+		CROSS JOIN LATERAL aclexplode(coalesce(c.relacl, acldefault('r', c.relowner)))
+			WITH ORDINALITY g(grantor, grantee, privilege_type, is_grantable, o)
+		WHERE c.relacl IS NOT NULL OR sc.relacl IS NOT NULL) s;
 	stmts := stmts || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator) || adds;
 	IF validate IS NOT NULL THEN
-		stmts := stmts || format('CREATE TABLE %s.%I (rel regclass, conname name); COMMENT ON TABLE %1$s.%2$I IS %3$L; INSERT INTO %1$s.%2$I VALUES %4$s',
-								 (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
-								 flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate'),
-								 'flake_migrate_online: the foreign keys to validate', validate);
+		list := format('%s.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
+					   flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate'));
+		stmts := stmts || format('CREATE TABLE %s (rel regclass, conname name); COMMENT ON TABLE %1$s IS %2$L; INSERT INTO %1$s VALUES %3$s; '
+								 'SELECT flake_internal.flake_migrate_online_private(%1$L)',
+								 list, 'flake_migrate_online: the foreign keys to validate of '
+									   -- the key's table after the swap: its copy, if it has one
+									   || coalesce((SELECT t.shadow_oid FROM flake_internal.flake_migrate_online_tables(cols, target) t
+													WHERE t.relid = tbl), tbl),
+								 validate);
 	END IF;
 	RETURN stmts;
 END
@@ -698,11 +872,13 @@ COMMENT ON FUNCTION flake_internal.flake_migrate_online_swap_sql(regclass, name,
 	'online migration helper: the statements of the swap';
 
 --
--- The swap, one transaction (the client's, with lock_timeout): lock the
--- tables (ACCESS EXCLUSIVE on the key's table and those the migration
--- changes, SHARE ROW EXCLUSIVE on those with foreign keys into them), check
--- that every index has its copy, apply the rest of the logs, and run the
--- statements of flake_migrate_online_swap_sql().
+-- The swap, one transaction (the client's, READ COMMITTED, with
+-- lock_timeout): lock the tables (ACCESS EXCLUSIVE on the key's table and
+-- those the migration changes, SHARE ROW EXCLUSIVE on those with foreign
+-- keys into them), check that every index has its copy and that nothing
+-- changed since the plan that the copies would lose (the checks of
+-- flake_migrate_online_blockers() again, under the locks), apply the rest
+-- of the logs, and run the statements of flake_migrate_online_swap_sql().
 --
 CREATE FUNCTION flake_internal.flake_migrate_online_swap(tbl regclass, col name, generator text, also text[])
 	RETURNS integer
@@ -718,6 +894,14 @@ DECLARE
 	s			text;
 	n			integer := 0;
 BEGIN
+	-- the logs are applied with the snapshots of the statements below,
+	-- taken once the locks have waited out the writers; a REPEATABLE READ
+	-- or SERIALIZABLE transaction would keep its first, taken before
+	IF current_setting('transaction_isolation') <> 'read committed' THEN
+		RAISE EXCEPTION 'the swap must run at isolation level read committed, not %', current_setting('transaction_isolation')
+			USING ERRCODE = 'invalid_transaction_state',
+				  HINT = 'Begin its transaction with BEGIN ISOLATION LEVEL READ COMMITTED, as flake_migrate_online does.';
+	END IF;
 	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
 	SELECT * INTO key FROM flake_internal.flake_migrate_key(tbl, col);
 	SELECT * INTO closure
@@ -747,10 +931,14 @@ BEGIN
 	-- have come while the rows were copied
 	PERFORM flake_internal.flake_migrate_online_check_replication(closure.cols, target);
 	PERFORM flake_internal.flake_migrate_online_check_owners(closure.cols, target);
-	SELECT string_agg(coalesce(x.index_name::text, t.rel), ', ') INTO missing
-	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
-	LEFT JOIN flake_internal.flake_migrate_online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
-	WHERE t.shadow_oid IS NULL OR t.log_oid IS NULL OR x.relid IS NOT NULL;
+	-- every index with its copy, and no other on the copies
+	SELECT string_agg(m.what, ', ') INTO missing FROM (
+		SELECT coalesce(x.index_name::text, t.rel) AS what
+		FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
+		LEFT JOIN flake_internal.flake_migrate_online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
+		WHERE t.shadow_oid IS NULL OR t.log_oid IS NULL OR x.relid IS NOT NULL
+		UNION ALL
+		SELECT x.index::text FROM flake_internal.flake_migrate_online_stale_indexes(closure.cols, target) x) m;
 	-- every write since the copy began must be in the log
 	SELECT string_agg(t.rel, ', ') INTO s
 	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
@@ -763,20 +951,17 @@ BEGIN
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'the copies of %, or their indexes, are not ready', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  HINT = 'An index was added to a table while it was copied: run flake_migrate_online again.';
+				  HINT = 'An index was added to, dropped from or changed on a table while it was copied: run flake_migrate_online again.';
 	END IF;
-	-- a column or check added or dropped meanwhile would be lost
-	SELECT string_agg(t.rel, ', ') INTO missing
-	FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t
-	CROSS JOIN LATERAL (SELECT array_agg(a.attname) AS names FROM unnest(closure.cols) u
-						JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
-						WHERE u.relid = t.relid AND u.changes) c
-	WHERE flake_internal.flake_migrate_online_shape(t.relid, c.names)
-		  IS DISTINCT FROM flake_internal.flake_migrate_online_shape(t.shadow_oid, c.names);
+	-- what changed since the plan, under the locks: what the copies lack
+	-- (columns, NOT NULL, defaults, checks) would be lost, and what the
+	-- online path cannot carry (policies, publications, ...) too
+	SELECT string_agg(b.detail, '; ') INTO missing
+	FROM unnest(flake_internal.flake_migrate_online_blockers(closure.cols, target)) b WHERE b.action = 'blocked';
 	IF missing IS NOT NULL THEN
-		RAISE EXCEPTION 'the columns or checks of % changed while it was copied', missing
+		RAISE EXCEPTION 'the tables changed while they were copied: %', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  HINT = 'Undo the migration (flake_migrate_online --undo) and run it again.';
+				  HINT = 'Undo the change, or undo the migration (flake_migrate_online --undo) and run it again.';
 	END IF;
 	FOR s IN SELECT a FROM flake_internal.flake_migrate_online_tables(closure.cols, target) t, unnest(t.apply) a LOOP
 		EXECUTE s;
@@ -806,7 +991,8 @@ DECLARE
 	n			integer := 0;
 	others		text;
 BEGIN
-	IF obj_description(list, 'pg_class') IS DISTINCT FROM 'flake_migrate_online: the foreign keys to validate' THEN
+	-- (1.2 made lists without the table's oid)
+	IF coalesce(obj_description(list, 'pg_class'), '') !~ '^flake_migrate_online: the foreign keys to validate( of \d+)?$' THEN
 		RAISE EXCEPTION '% is not a list of foreign keys of flake_migrate_online', list
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
@@ -858,8 +1044,10 @@ CREATE FUNCTION flake_internal.flake_migrate_online_plan(tbl regclass, col name 
 AS $$
 DECLARE
 	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
-	list		regclass := to_regclass(format('%s.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
-											   flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate')));
+	-- found by the oid it records (by its name if 1.2 made it)
+	list		regclass := coalesce(flake_internal.flake_migrate_online_marked(tbl, 'foreign keys to validate'),
+									 to_regclass(format('%s.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
+														flake_internal.flake_migrate_online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate'))));
 	key			record;
 	closure		record;
 	blocked		text[];

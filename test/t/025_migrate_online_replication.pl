@@ -45,7 +45,7 @@ my ($pub, $sub) = @servers{ 'pub', 'sub' };
 sub online
 {
 	my ($node, $dbname, @args) = @_;
-	return flake_migrate_online($node, $dbname, \@args);
+	return online_run($node, \@args, dbname => $dbname);
 }
 
 sub leftovers

@@ -28,7 +28,7 @@ $node->safe_psql('postgres', q{
 sub online
 {
 	my ($args, %opt) = @_;
-	return flake_migrate_online($node, 'postgres', $args, %opt);
+	return online_run($node, $args, %opt);
 }
 
 # the copies, logs and lists of a migration in the database

@@ -165,6 +165,8 @@ $node->safe_psql('unfinished', q{
 	CREATE EXTENSION flake VERSION '1.2';
 	CREATE TABLE items (id serial PRIMARY KEY);
 	CREATE TABLE items__flake_log (id integer);
+	-- marked as its log, as 1.2's create step marks it
+	DO $$ BEGIN EXECUTE format('COMMENT ON TABLE items__flake_log IS %L', 'flake_migrate_online: the log of ' || 'items'::regclass::oid); END $$;
 	CREATE TRIGGER items__flake_log AFTER INSERT OR UPDATE OR DELETE ON items
 		FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log('public.items__flake_log', 'id');
 	CREATE TRIGGER items__flake_truncate BEFORE TRUNCATE ON items
