@@ -85,14 +85,13 @@ foreach my $case (@statements)
 # writes the statements to psql until psql goes; psql writes to files,
 # which need no pumping.
 my $stream = $node->basedir . '/stream.sql';
-my $busy_err = $node->basedir . '/busy.err';
 append_to_file($stream, "$statements[0][1];\n$statements[2][1];\nSELECT randflake_decode(1, '\\x"
 	. key() . "'::bytea), pg_sleep(0.2);\n");
 my $feeder = q{open(my $f, '<', $ARGV[0]) or die; local $/; my $s = <$f>; $SIG{PIPE} = sub { exit 0 }; print $s while 1;};
 my $busy = IPC::Run::start(
 	[ $^X, '-e', $feeder, $stream ], '|',
 	[ 'psql', '-X', '-d', $node->connstr('postgres') . ' application_name=busy' ],
-	'>', $node->basedir . '/busy.out', '2>', $busy_err);
+	'>', $node->basedir . '/busy.out', '2>', $node->basedir . '/busy.err');
 my $which = q{SELECT pid FROM pg_stat_activity WHERE application_name = 'busy'};
 $node->poll_query_until('postgres', "SELECT EXISTS ($which AND state = 'active')")
   or die 'the busy session did not start';
@@ -121,7 +120,8 @@ $node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ok($node->poll_query_until('postgres', "SELECT NOT EXISTS ($which)"),
 	'pg_terminate_backend of a backend busy with such statements is honoured');
 $busy->finish;
-like(slurp_file($busy_err), qr/terminating connection due to administrator command/, 'psql is told why');
+like(slurp_file($node->logfile), qr/\[$pid\] [^\n]*FATAL:  terminating connection due to administrator command/,
+	'the server logs why');
 
 my $log = slurp_file($node->logfile);
 foreach my $key (@keys)
