@@ -738,10 +738,10 @@ main(int argc, char **argv)
 	/* the extension's helpers are in its schema flake_internal */
 	if (opt.undo)
 		sql = "SELECT step, phase, rel::text, action, lock, statement, NULL, NULL, NULL "
-			"FROM flake_internal.flake_migrate_online_undo(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), string_to_array($3, ','))";
+			"FROM flake_internal.online_undo(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), string_to_array($3, ','))";
 	else
 		sql = "SELECT step, phase, rel::text, action, lock, statement, batch, total, resume "
-			"FROM flake_internal.flake_migrate_online_plan(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), $3, string_to_array($4, ','))";
+			"FROM flake_internal.online_plan(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), $3, string_to_array($4, ','))";
 	plan = query(sql, opt.undo ? 3 : 4, params, "planning the migration");
 
 	for (int i = 0; i < PQntuples(plan); i++)

@@ -4,10 +4,10 @@
  *	  The rekey claims, in flake.rekeys and in WAL.
  *
  * Each rekey claims a node of flake.rekey_nodes (or a ulidflake band) for
- * the milliseconds of its ids (rekey.c).  Before a claim is used it is
+ * the milliseconds of its ids (migrate_rekey.c).  Before a claim is used it is
  * added to flake.rekeys, replaced durably (datafile.c), and logged in a
  * WAL record of flake's resource manager, flushed, as the marks are
- * (highwater.c).  Replay (wal.c) adds the claims to the file wherever WAL
+ * (hwm.c).  Replay (wal.c) adds the claims to the file wherever WAL
  * is replayed: on a standby, in crash recovery, and when a base backup is
  * restored with its WAL.  So a promoted standby or a restored server
  * never claims again what its primary claimed up to the last record it

@@ -3,7 +3,7 @@
  * claims.h
  *	  The rekey claims: which node each rekey used for which milliseconds.
  *
- * rekey.c chooses the node; this file keeps the claims in flake.rekeys
+ * migrate_rekey.c chooses the node; this file keeps the claims in flake.rekeys
  * and logs each new one in WAL, so that they reach standbys and restored
  * servers.  The functions take the lock that serializes claims as an
  * argument; shmem.c owns it.
@@ -15,7 +15,7 @@
 
 #include "storage/lwlock.h"
 
-#include "highwater.h"
+#include "hwm.h"
 
 /*
  * The WAL record of new claims (an array of FlakeRekeyClaim), in flake's

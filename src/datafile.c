@@ -3,7 +3,7 @@
  * datafile.c
  *	  Small files of flake's own in the data directory, replaced durably.
  *
- * flake.hwm (highwater.c) and flake.rekeys (rekey.c) record what must never
+ * flake.hwm (hwm.c) and flake.rekeys (migrate_rekey.c) record what must never
  * be handed out twice.  Each is replaced, never written in place: the new
  * version goes to a temporary file that is fsynced and renamed over the
  * old one durably, so a full disk or a crash at any point leaves the old

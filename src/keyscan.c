@@ -14,7 +14,7 @@
  * Every word begins with "randflake_".  A position is compared with the
  * words only where an r stands (in either case) and a _ nine bytes on,
  * which few positions of any text pass (the 96 KB statement of
- * test/bench/logging, JSON with snake_case keys, has none); comparing a
+ * bench/logging, JSON with snake_case keys, has none); comparing a
  * position reads at most the sixteen bytes of one word, so that even a
  * text made to pass the test everywhere costs a bounded number of steps a
  * byte.  The test is made for many positions at a time: with AVX2

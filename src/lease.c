@@ -15,7 +15,7 @@
  *
  * Both families keep their nodes in arrays of FlakeNode, padded to a cache
  * line for Snowflake and packed for Randflake, hence the stride of a
- * FlakeNodeSpace.  The flake_leases view (status.c) reads the same arrays.
+ * FlakeNodeSpace.  The flake_leases view (leases.c) reads the same arrays.
  *
  *-------------------------------------------------------------------------
  */

@@ -15,13 +15,13 @@
  *
  * flake.hwm names the server that wrote it and the servers whose marks it
  * took over, when the operator copied their files here to be taken over
- * at start (highwater.c, claims.c).  Before a backend's first id (and
+ * at start (hwm.c, claims.c).  Before a backend's first id (and
  * before a rekey claim), every server in flake_origin must be this one or
  * one flake.hwm names; otherwise flake refuses, with a hint saying to copy
  * the old server's files.  A check per
  * backend, not per id: the hot path stays as it was.
  *
- * flake_extension_schema() also tells owner.c where the extension's types
+ * flake_extension_schema() also tells migrate_owner.c where the extension's types
  * are.
  *
  *-------------------------------------------------------------------------
@@ -38,7 +38,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "highwater.h"
+#include "hwm.h"
 #include "origin.h"
 
 #define FLAKE_ORIGIN_TABLE "flake_origin"

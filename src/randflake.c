@@ -54,7 +54,7 @@
 #include "citus.h"
 #include "clock.h"
 #include "compat.h"
-#include "highwater.h"
+#include "hwm.h"
 #include "lease.h"
 #include "logfilter.h"
 #include "randflake.h"

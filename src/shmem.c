@@ -20,7 +20,7 @@
 #include "storage/shmem.h"
 
 #include "claims.h"
-#include "highwater.h"
+#include "hwm.h"
 #include "origin.h"
 #include "shmem.h"
 

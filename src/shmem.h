@@ -11,7 +11,7 @@
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 
-#include "highwater.h"
+#include "hwm.h"
 
 /*
  * What every family shares, present only when the library is preloaded:

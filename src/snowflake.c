@@ -28,7 +28,7 @@
 
 #include "citus.h"
 #include "clock.h"
-#include "highwater.h"
+#include "hwm.h"
 #include "lease.h"
 #include "settings.h"
 #include "shmem.h"

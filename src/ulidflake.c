@@ -23,8 +23,8 @@
 #include "citus.h"
 #include "clock.h"
 #include "compat.h"
-#include "entropy.h"
-#include "highwater.h"
+#include "random.h"
+#include "hwm.h"
 #include "shmem.h"
 #include "snowflake_settings.h"
 #include "ulidflake.h"
@@ -97,7 +97,7 @@ ulidflake_out(PG_FUNCTION_ARGS)
 	PG_RETURN_CSTRING(result);
 }
 
-/* Refuse a value a ulidflake cannot hold (also for online.c's copies). */
+/* Refuse a value a ulidflake cannot hold (also for migrate_online.c's copies). */
 void
 ulidflake_check_nonnegative(int64 value)
 {

@@ -3,7 +3,7 @@
  * wal.c
  *	  flake's WAL resource manager: replaying the marks and rekey claims.
  *
- * Each time a family's mark moves a chunk ahead, highwater.c logs all three
+ * Each time a family's mark moves a chunk ahead, hwm.c logs all three
  * marks in a record of this resource manager; each rekey claim is logged
  * in one too (claims.c).  Replay raises the marks, in flake.hwm and in
  * shared memory, and adds the claims to flake.rekeys, wherever WAL is
@@ -25,7 +25,7 @@
 #include "lib/stringinfo.h"
 
 #include "claims.h"
-#include "highwater.h"
+#include "hwm.h"
 #include "shmem.h"
 #include "wal.h"
 

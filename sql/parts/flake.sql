@@ -341,7 +341,7 @@ COMMENT ON SCHEMA flake_internal IS 'internal helpers of flake_migrate() and the
 -- row of a server (see the README) works where a publication publishes
 -- deletes.  An upgrade replaces the function, never drops it: the trigger
 -- uses it.
-CREATE FUNCTION flake_internal.flake_origin_local() RETURNS trigger
+CREATE FUNCTION flake_internal.origin_local() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -355,8 +355,8 @@ BEGIN
 	RETURN NEW;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.flake_origin_local() IS
+COMMENT ON FUNCTION flake_internal.origin_local() IS
 	'trigger of flake_origin: skip the rows a subscription''s workers write, which are another server''s';
 CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_origin
-	FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_origin_local();
+	FOR EACH ROW EXECUTE FUNCTION flake_internal.origin_local();
 ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;

@@ -3,13 +3,15 @@
 --
 -- The migration functions and the Citus check are replaced whole, as in
 -- every upgrade: they are dropped here, and sql/parts/citus.sql,
--- migrate.sql and migrate_online.sql, appended by make, create them again.
+-- migrate/*.sql and online/*.sql, appended by make, create them again.
 -- The helpers in flake_internal are dropped by a loop over the extension's
 -- members, so that a helper renamed or removed in 1.3 needs no line here.
 -- Two are kept: the online migration's trigger functions, which the
 -- triggers of a migration left unfinished by 1.2 still use (dropping them
--- would take those triggers with them); migrate_online.sql replaces them
--- with CREATE OR REPLACE.
+-- would take those triggers with them).  1.3 names the helpers without the
+-- prefix flake_migrate_ (the schema says whose they are): the two are
+-- renamed, which keeps the triggers, and online/1-copies.sql replaces
+-- them with CREATE OR REPLACE.
 ------------------------------------------------------------------------
 
 DROP FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text);
@@ -36,6 +38,8 @@ END
 $$;
 DROP TYPE flake_internal.flake_migrate_step;
 DROP TYPE flake_internal.flake_migrate_column;
+ALTER FUNCTION flake_internal.flake_migrate_online_log() RENAME TO online_log;
+ALTER FUNCTION flake_internal.flake_migrate_online_no_truncate() RENAME TO online_no_truncate;
 
 -- flake_origin: every role reads it (privileges.sql grants SELECT to
 -- PUBLIC), so that pg_dump by any role that may dump the database works;
@@ -98,7 +102,7 @@ ALTER FUNCTION randflake_decode(bigint, bytea) STABLE;
 -- flake_origin under logical replication: the rows a subscription's
 -- workers write are skipped, and deletes work where publications publish
 -- them (see sql/parts/flake.sql)
-CREATE FUNCTION flake_internal.flake_origin_local() RETURNS trigger
+CREATE FUNCTION flake_internal.origin_local() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -112,8 +116,8 @@ BEGIN
 	RETURN NEW;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.flake_origin_local() IS
+COMMENT ON FUNCTION flake_internal.origin_local() IS
 	'trigger of flake_origin: skip the rows a subscription''s workers write, which are another server''s';
 CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_origin
-	FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_origin_local();
+	FOR EACH ROW EXECUTE FUNCTION flake_internal.origin_local();
 ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;

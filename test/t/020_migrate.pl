@@ -166,7 +166,7 @@ my ($ret, $stdout, $stderr) = $node->psql('postgres', q{
 isnt($ret, 0, 'the migration fails');
 like($stderr, qr/ERROR:  23514: check constraint "logins_account_check" of relation "logins" is violated by some row/,
 	'at the check constraint of the child');
-like($stderr, qr/ALTER TABLE public\.logins ALTER COLUMN account TYPE bigint USING flake_internal\.flake_migrate_lookup/,
+like($stderr, qr/ALTER TABLE public\.logins ALTER COLUMN account TYPE bigint USING flake_internal\.migrate_lookup/,
 	'while rekeying the child, half way');
 
 is(dump_tables('--schema-only'), $schema_before, 'the schema is as it was');

@@ -325,10 +325,10 @@ $node->safe_psql('postgres', q{
 	GRANT CREATE ON SCHEMA public TO mallory;
 	SET ROLE mallory;
 	CREATE TABLE mine (id int PRIMARY KEY);
-	CREATE TRIGGER t AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log('public.victim_log', 'id');
+	CREATE TRIGGER t AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION flake_internal.online_log('public.victim_log', 'id');
 });
 ($rc, undef, $err) = $node->psql('postgres', 'SET ROLE mallory; INSERT INTO mine VALUES (1)');
-like($err, qr/flake_migrate_online_log\(\) needs a log table and a key column/, 'a log of another owner is refused');
+like($err, qr/flake_internal\.online_log\(\) needs a log table and a key column/, 'a log of another owner is refused');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM victim_log'), '0', 'and not written');
 
 # a superuser is refused on another role's table: the table's code would
@@ -350,7 +350,7 @@ $node->safe_psql('postgres', 'GRANT CREATE ON SCHEMA public TO eve');
 is($rc, 0, 'the owner connected as itself migrates it') or diag($err);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgrelid = 'eves'::regclass AND tgname = 'zz_flake_migrate_online_log'}),
 	'1', 'and it is under way');
-($rc, undef, $err) = $node->psql('postgres', q{SELECT flake_internal.flake_migrate_online_swap('eves', 'id', 'flake_next', NULL)});
+($rc, undef, $err) = $node->psql('postgres', q{SELECT flake_internal.online_swap('eves', 'id', 'flake_next', NULL)});
 like($err, qr/must be logged in as the owner of public\.eves/, 'the swap called by a superuser is refused too');
 # ... and to the end, with the extension's helpers (in flake_internal)
 # called with the owner's rights

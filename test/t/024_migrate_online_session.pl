@@ -78,7 +78,7 @@ my ($rc, $out, $err) = online([ '-t', 'rro', '--until', 'analyze' ], user => 'rr
 is($rc, 0, 'repeatable read by default: up to the swap') or diag($out, $err);
 ($rc, undef, $err) = psql_as('rr', q{
 	BEGIN ISOLATION LEVEL REPEATABLE READ;
-	SELECT flake_internal.flake_migrate_online_swap('rro', 'id', 'flake_next', NULL)});
+	SELECT flake_internal.online_swap('rro', 'id', 'flake_next', NULL)});
 like($err, qr/the swap must run at isolation level read committed, not repeatable read/,
 	'the swap function refuses a REPEATABLE READ transaction');
 my $writer = online_hold($node, q{
@@ -342,7 +342,7 @@ is($rc, 0, 'indexes dropped and changed during the migration: the copies follow'
 # the swap function, called as the client calls it, refuses
 $node->safe_psql('postgres', 'CREATE POLICY mine ON ddlc USING (true)');
 ($rc, undef, $err) = psql_as('ddl', q{
-	BEGIN; SELECT flake_internal.flake_migrate_online_swap('ddlc', 'id', 'flake_next', NULL); COMMIT});
+	BEGIN; SELECT flake_internal.online_swap('ddlc', 'id', 'flake_next', NULL); COMMIT});
 like($err, qr/the tables changed while they were copied: .*policy mine on table public\.ddlc/, 'a policy made meanwhile: the swap refuses');
 $node->safe_psql('postgres', 'DROP POLICY mine ON ddlc');
 ($rc, $out, $err) = online([ '-t', 'ddlc' ], user => 'ddl');
@@ -424,39 +424,39 @@ is($rc, 0, 'vic migrates vico, up to the swap') or diag($out, $err);
 $node->safe_psql('postgres', q{GRANT TRIGGER ON vico_lines TO mallory});
 ($rc, undef, $err) = psql_as('mallory', q{
 	CREATE TRIGGER t AFTER INSERT ON vico FOR EACH ROW
-		EXECUTE FUNCTION flake_internal.flake_migrate_online_log('public.vic_other', 'id');
+		EXECUTE FUNCTION flake_internal.online_log('public.vic_other', 'id');
 	CREATE TRIGGER t AFTER INSERT ON vico_lines FOR EACH ROW
-		EXECUTE FUNCTION flake_internal.flake_migrate_online_log('public.vico__flake_log', 'vico_id')});
+		EXECUTE FUNCTION flake_internal.online_log('public.vico__flake_log', 'vico_id')});
 is($rc, 0, 'mallory attaches the log trigger to vic\'s tables') or diag($err);
 ($rc, undef, $err) = psql_as('vic', 'INSERT INTO vico (v) VALUES (1)');
-like($err, qr/flake_migrate_online_log\(\) needs a log table and a key column/, 'pointed at another table of vic: refused');
+like($err, qr/flake_internal\.online_log\(\) needs a log table and a key column/, 'pointed at another table of vic: refused');
 ($rc, undef, $err) = psql_as('vic', 'INSERT INTO vico_lines (vico_id, v) VALUES (1, 1)');
-like($err, qr/flake_migrate_online_log\(\) needs a log table and a key column/, 'pointed at another table\'s log: refused');
+like($err, qr/flake_internal\.online_log\(\) needs a log table and a key column/, 'pointed at another table\'s log: refused');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM vic_other'), '0', 'nothing was written');
 $node->safe_psql('postgres', 'DROP TRIGGER t ON vico; DROP TRIGGER t ON vico_lines');
 # the functions the program calls, called by mallory
-my $cols = qq{ARRAY[ROW($vico, 1, true)]::flake_internal.flake_migrate_column[]};
-($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.flake_migrate_online_plan('vico')});
+my $cols = qq{ARRAY[ROW($vico, 1, true)]::flake_internal.migrate_column[]};
+($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.online_plan('vico')});
 like($err, qr/must be owner of table public\.vico\b/, 'plan: refused');
-($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.flake_migrate_online_swap('vico', 'id', 'flake_next', NULL)});
+($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.online_swap('vico', 'id', 'flake_next', NULL)});
 like($err, qr/permission denied for table vico|must be logged in as the owner of public\.vico\b/, 'swap: refused');
-($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.flake_migrate_online_private('vico')});
+($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.online_private('vico')});
 like($err, qr/must be owner of table public\.vico\b/, 'private: refused');
 ($rc, undef, $err) = psql_as('mallory', q{
 	CREATE TABLE mine (rel regclass, conname name);
 	COMMENT ON TABLE mine IS 'flake_migrate_online: the foreign keys to validate';
 	INSERT INTO mine VALUES ('vic_other', 'positive');
-	SELECT flake_internal.flake_migrate_online_validate('mine')});
+	SELECT flake_internal.online_validate('mine')});
 like($err, qr/must be owner of table vic_other/, 'validate: refused');
 ($rc, $out, $err) = psql_as('mallory', qq{
-	SELECT count(*) FROM flake_internal.flake_migrate_online_undo('vico');
-	SELECT count(*) FROM flake_internal.flake_migrate_online_tables($cols, 'bigint');
-	SELECT count(*) FROM unnest(flake_internal.flake_migrate_online_blockers($cols, 'bigint'));
-	SELECT count(*) FROM flake_internal.flake_migrate_online_indexes($cols, 'bigint');
-	SELECT count(*) FROM flake_internal.flake_migrate_online_prepare($cols, 'bigint');
-	SELECT cardinality(flake_internal.flake_migrate_online_swap_sql('vico', 'id', 'flake_next', $cols, 'bigint')) > 0;
-	SELECT flake_internal.flake_migrate_online_shape('vico'::regclass, '{id}', 'id') IS NOT NULL;
-	SELECT flake_internal.flake_migrate_online_marked($vico, 'copy') IS NOT NULL});
+	SELECT count(*) FROM flake_internal.online_undo('vico');
+	SELECT count(*) FROM flake_internal.online_tables($cols, 'bigint');
+	SELECT count(*) FROM unnest(flake_internal.online_blockers($cols, 'bigint'));
+	SELECT count(*) FROM flake_internal.online_indexes($cols, 'bigint');
+	SELECT count(*) FROM flake_internal.online_prepare($cols, 'bigint');
+	SELECT cardinality(flake_internal.online_swap_sql('vico', 'id', 'flake_next', $cols, 'bigint')) > 0;
+	SELECT flake_internal.online_shape('vico'::regclass, '{id}', 'id') IS NOT NULL;
+	SELECT flake_internal.online_marked($vico, 'copy') IS NOT NULL});
 is($rc, 0, 'the helpers that read the catalogs run for mallory') or diag($err);
 is( $node->safe_psql('postgres', q{
 		SELECT has_table_privilege('mallory', c.oid, 'SELECT') FROM pg_class c WHERE relname = 'vico__flake_new';

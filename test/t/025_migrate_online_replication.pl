@@ -99,7 +99,7 @@ is($rc, 3, 'and so does the run');
 is($rc, 3, 'a table whose referencing table a subscription writes into: refused');
 like($err, qr/public\.sc \(subscription s_st\)/, 'naming that table');
 is( $sub->safe_psql('postgres', $hostile . q{
-		SELECT string_agg(p.action, ',') FROM flake_internal.flake_migrate_online_plan('st') p}),
+		SELECT string_agg(p.action, ',') FROM flake_internal.online_plan('st') p}),
 	'blocked', 'the plan called in a hostile session: blocked');
 is(leftovers($sub, 'postgres'), '0', 'nothing was changed');
 $pub->safe_psql('postgres', 'INSERT INTO st (v) SELECT n FROM generate_series(1, 200) n');
@@ -130,7 +130,7 @@ $sub->poll_query_until('postgres', 'SELECT count(*) = 150 FROM late')
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM late__flake_log'), '50', 'the log trigger logs the subscription\'s writes');
 ($rc, $out, $err) = online($sub, 'postgres', '-t', 'late');
 is($rc, 3, 'a subscription since the copy began: the run refuses');
-($rc, undef, $err) = $sub->psql('postgres', $hostile . q{SELECT flake_internal.flake_migrate_online_swap('late', 'id', 'flake_next', NULL)});
+($rc, undef, $err) = $sub->psql('postgres', $hostile . q{SELECT flake_internal.online_swap('late', 'id', 'flake_next', NULL)});
 like($err, qr/cannot migrate tables online that a subscription writes into/, 'the swap called in a hostile session refuses');
 ($rc, $out, $err) = online($sub, 'postgres', '-t', 'late', '--undo');
 is($rc, 0, 'undone') or diag($out, $err);
@@ -224,14 +224,14 @@ is($rc, 0, 'migrated up to the copy') or diag($out, $err);
 $pub->safe_psql('sch', 'CREATE PUBLICATION p_mid FOR TABLES IN SCHEMA public');
 ($rc, $out, $err) = online($pub, 'sch', '-t', 'mid');
 is($rc, 3, 'a publication since the copy began: the run refuses');
-($rc, undef, $err) = $pub->psql('sch', $hostile . q{SELECT flake_internal.flake_migrate_online_swap('mid', 'id', 'flake_next', NULL)});
+($rc, undef, $err) = $pub->psql('sch', $hostile . q{SELECT flake_internal.online_swap('mid', 'id', 'flake_next', NULL)});
 like($err, qr/cannot migrate tables online that a publication publishes/, 'the swap called in a hostile session refuses');
 $pub->safe_psql('sch', $hostile . q{
 	DO $$
 	DECLARE
 		s text;
 	BEGIN
-		FOR s IN SELECT u.statement FROM flake_internal.flake_migrate_online_undo('mid') u LOOP
+		FOR s IN SELECT u.statement FROM flake_internal.online_undo('mid') u LOOP
 			EXECUTE s;
 		END LOOP;
 	END
@@ -249,7 +249,7 @@ $pub->safe_psql('sch', q{
 ($rc, $out, $err) = online($pub, 'sch', '-t', 'val', '--until', 'swap');
 is($rc, 0, 'swapped') or diag($out, $err);
 $pub->safe_psql('sch', 'CREATE PUBLICATION p_val FOR ALL TABLES');
-is($pub->safe_psql('sch', $hostile . q{SELECT flake_internal.flake_migrate_online_validate('public.val__flake_validate')}),
+is($pub->safe_psql('sch', $hostile . q{SELECT flake_internal.online_validate('public.val__flake_validate')}),
 	'1', 'the validation in a hostile session validates the foreign key');
 is( $pub->safe_psql('sch', q{
 		SELECT convalidated FROM pg_constraint WHERE conrelid = 'val_child'::regclass AND contype = 'f';

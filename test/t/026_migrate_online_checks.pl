@@ -121,7 +121,7 @@ $node->safe_psql('postgres', q{
 });
 ($rc, $out, $err) = online([ '-t', 'v1', '--until', 'swap' ], user => 'app');
 is($rc, 0, 'migrated up to the swap') or diag($out, $err);
-($rc, undef, $err) = $node->psql('postgres', q{SELECT flake_internal.flake_migrate_online_validate('v1__flake_validate')});
+($rc, undef, $err) = $node->psql('postgres', q{SELECT flake_internal.online_validate('v1__flake_validate')});
 like($err, qr/must be logged in as the owner of public\.v1, public\.v1_child/, 'the validate step called by a superuser: refused');
 ($rc, $out, $err) = online([ '-t', 'v1' ], user => 'app');
 is($rc, 0, 'the owner validates') or diag($out, $err);

@@ -82,7 +82,7 @@ my $catalog = q{
 	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'flake')};
 my $fresh_catalog = $node->safe_psql('fresh', $catalog);
 like($fresh_catalog, qr/^schema flake_internal: +acl \{[^}]*=U\/[^}]*\}$/m, 'the catalogs list flake_internal, with USAGE for PUBLIC');
-like($fresh_catalog, qr/^function flake_internal\.flake_migrate_as_owner\(regclass,text,boolean\): CREATE OR REPLACE FUNCTION flake_internal\./m,
+like($fresh_catalog, qr/^function flake_internal\.migrate_as_owner\(regclass,text,boolean\): CREATE OR REPLACE FUNCTION flake_internal\./m,
 	'and the helpers in it');
 
 foreach my $version (@released)

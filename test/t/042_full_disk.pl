@@ -1,5 +1,5 @@
 # A full disk under flake.hwm: the data directory lives on a small tmpfs
-# that test/run mounts when it runs as root (FLAKE_TEST_TMPFS); WAL lives
+# that tools/run mounts when it runs as root (FLAKE_TEST_TMPFS); WAL lives
 # elsewhere, so that what fills up is the mark file's filesystem and not
 # WAL's.  A generator that must move a mark fails with an error and returns
 # no id; the mark file is replaced whole or not at all, so the server starts
@@ -17,7 +17,7 @@ use lib $FindBin::RealBin;
 use FlakeClock;
 
 my $tmpfs = $ENV{FLAKE_TEST_TMPFS};
-plan skip_all => 'FLAKE_TEST_TMPFS is unset: test/run mounts a small tmpfs for this test only when it runs as root'
+plan skip_all => 'FLAKE_TEST_TMPFS is unset: tools/run mounts a small tmpfs for this test only when it runs as root'
   unless $tmpfs;
 
 my $node = PostgreSQL::Test::Cluster->new('full_disk');
