@@ -46,7 +46,8 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(FLAKE_SRC)/fl
 # Install scripts: released versions are kept as they shipped; the current
 # version's script and the upgrade scripts are built from sql/parts, so the
 # migration functions and the Citus check live in one file each (every
-# upgrade replaces them whole).
+# upgrade replaces them whole); privileges.sql, the grants, comes last in
+# both, after every object exists.
 # DATA is relative to the source tree, DATA_built to the build directory.
 UPGRADES = $(patsubst $(FLAKE_SRC)/sql/parts/upgrade--%.sql,sql/flake--%.sql,$(wildcard $(FLAKE_SRC)/sql/parts/upgrade--*.sql))
 DATA = $(filter-out sql/flake--$(EXTVERSION).sql $(UPGRADES),$(patsubst $(FLAKE_SRC)/%,%,$(wildcard $(FLAKE_SRC)/sql/flake--*.sql)))
@@ -178,13 +179,15 @@ bench-migrate:
 bench-online:
 	test/bench/online
 
-sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/citus.sql sql/parts/migrate.sql sql/parts/migrate_online.sql
+sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql sql/parts/citus.sql sql/parts/migrate.sql sql/parts/migrate_online.sql \
+		sql/parts/privileges.sql
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
 	  cat $^; } > $@
 
-$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/citus.sql sql/parts/migrate.sql sql/parts/migrate_online.sql
+$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql sql/parts/citus.sql sql/parts/migrate.sql sql/parts/migrate_online.sql \
+		sql/parts/privileges.sql
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
@@ -207,9 +210,10 @@ UNIT_TESTS = test/unit/test_randflake test/unit/test_keyscan
 test/unit/test_randflake.bin: test/unit/test_randflake.c src/sparx.c src/sparx.h src/randflake.h .flake-build-flags
 	@mkdir -p $(@D)
 	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -I$(FLAKE_SRC)/src -o $@ $(filter %.c,$^)
+# (test_keyscan.c includes src/keyscan.c, to count the scan's steps)
 test/unit/test_keyscan.bin: test/unit/test_keyscan.c test/unit/keyscan_reference.h src/keyscan.c src/keyscan.h .flake-build-flags
 	@mkdir -p $(@D)
-	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -I$(FLAKE_SRC)/src -o $@ $(filter %.c,$^)
+	$(CC) -Wall -Wextra -O2 $(FLAKE_BUILD_FLAGS) -I$(FLAKE_SRC)/src -o $@ $<
 check-unit: $(UNIT_TESTS:=.bin)
 	@for t in $^; do ./$$t $(FLAKE_SRC)/test/data || exit 1; done
 

@@ -13,11 +13,13 @@
  * run again to continue.  Steps that take a lock stronger than the
  * application's wait at most --lock-timeout for each lock and are tried
  * again, so that the application's statements queue behind them only that
- * long.
+ * long.  A run that begins a migration, and the dry run, first rehearse
+ * every step in a transaction they roll back (rehearse()), so that a
+ * statement that would fail is found before anything changes.
  *
  * Exit codes: 0 done (or the dry run, or --until, done), 1 an error, 2 bad
- * arguments, 3 the checks refuse the migration, 4 a lock could not be
- * taken in --retries tries, 5 stopped by a signal.
+ * arguments, 3 the checks refuse the migration (or a step would fail), 4 a
+ * lock could not be taken in --retries tries, 5 stopped by a signal.
  *
  *-------------------------------------------------------------------------
  */
@@ -173,7 +175,8 @@ run_short(const Options *opt, const char *sql, const char *what)
 		PGresult   *res;
 		const char *state;
 
-		run("BEGIN", what);
+		/* the swap's snapshots come after its locks (see its function) */
+		run("BEGIN ISOLATION LEVEL READ COMMITTED", what);
 		res = PQexec(conn, sql);
 		if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK)
 		{
@@ -199,7 +202,8 @@ run_short(const Options *opt, const char *sql, const char *what)
 		if (stopped)
 			fail(NULL, what);
 	}
-	run("RESET lock_timeout", "RESET lock_timeout");
+	/* not RESET, which would give back the role's */
+	run("SET lock_timeout = 0", "SET lock_timeout");
 }
 
 /*
@@ -314,6 +318,121 @@ phase_rank(const char *phase)
 }
 
 /*
+ * Whether a run began the migration the plan is of: a step after the
+ * create step of a table is in the plan without it (the copy, the indexes,
+ * the logs are there), or the swap is done (the plan is the validation).
+ */
+static int
+migration_begun(const PGresult *plan)
+{
+	int			swap = 0;
+
+	for (int i = 0; i < PQntuples(plan); i++)
+	{
+		const char *phase = PQgetvalue(plan, i, 1);
+		int			created = 0;
+
+		swap |= strcmp(phase, "swap") == 0;
+		if (phase_rank(phase) <= phase_rank("create") || phase_rank(phase) >= phase_rank("swap"))
+			continue;
+		for (int j = 0; j < i && !created; j++)
+			created = strcmp(PQgetvalue(plan, j, 1), "create") == 0 &&
+				strcmp(PQgetvalue(plan, j, 2), PQgetvalue(plan, i, 2)) == 0;
+		if (!created)
+			return 1;
+	}
+	return !swap;
+}
+
+/*
+ * Rehearse a migration that has not begun: every step of the plan in one
+ * transaction that is rolled back, the copy's statements and the
+ * validation's only prepared (parsed and checked against the catalogs,
+ * which the swap rehearsed has changed as the run would), the rest run on
+ * the empty copies.  A statement that would fail fails here, before
+ * anything changes, and the run or the dry run is refused (exit 3).  It
+ * takes the locks of the create and swap steps for a moment, waiting at
+ * most --lock-timeout for each, tried again as they are.
+ */
+static void
+rehearse(const Options *opt, const PGresult *plan)
+{
+	char		set[64];
+
+	snprintf(set, sizeof(set), "SET LOCAL lock_timeout = %ld", opt->lock_timeout_ms);
+	say(opt, "rehearsal: every step in one transaction, rolled back\n");
+	for (long attempt = 1;; attempt++)
+	{
+		PGresult   *res = NULL;
+		const char *state;
+		int			i;
+
+		run("BEGIN", "the rehearsal");
+		run(set, "SET lock_timeout");
+		for (i = 0; i < PQntuples(plan); i++)
+		{
+			const char *phase = PQgetvalue(plan, i, 1);
+
+			if (strcmp(phase, "copy") == 0)
+			{
+				/* the batch, the next batch's end, where a copy stopped */
+				static const int copy_columns[] = {5, 6, 8};
+
+				for (int c = 0; c < 3; c++)
+				{
+					res = PQprepare(conn, "", PQgetvalue(plan, i, copy_columns[c]), 0, NULL);
+					if (PQresultStatus(res) != PGRES_COMMAND_OK)
+						break;
+					PQclear(res);
+					res = NULL;
+				}
+			}
+			else if (strcmp(phase, "validate") == 0)
+				res = PQprepare(conn, "", PQgetvalue(plan, i, 5), 0, NULL);
+			else
+				res = PQexec(conn, PQgetvalue(plan, i, 5));
+			if (res != NULL && PQresultStatus(res) != PGRES_COMMAND_OK &&
+				PQresultStatus(res) != PGRES_TUPLES_OK)
+				break;
+			PQclear(res);
+			res = NULL;
+		}
+		if (res == NULL)
+		{
+			run("ROLLBACK", "the rehearsal");
+			say(opt, "  every step ran, rolled back\n");
+			return;
+		}
+		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (stopped || state == NULL)
+			fail(res, "the rehearsal");
+		if (strcmp(state, "55P03") != 0 && strcmp(state, "40P01") != 0)
+		{
+			fprintf(stderr, "blocked: step %s (%s: %s of %s) would fail: %s"
+					"Nothing was changed.\n",
+					PQgetvalue(plan, i, 0), PQgetvalue(plan, i, 1), PQgetvalue(plan, i, 3),
+					PQgetvalue(plan, i, 2), PQresultErrorMessage(res));
+			exit(EXIT_BLOCKED);
+		}
+		PQclear(res);
+		run("ROLLBACK", "the rehearsal");
+		if (attempt >= opt->retries)
+		{
+			fprintf(stderr, "flake_migrate_online: the rehearsal: no lock after %ld tries of %ld ms; nothing was changed.\n"
+					"Run the same command again later, or with a longer --lock-timeout or more --retries.\n",
+					attempt, opt->lock_timeout_ms);
+			exit(EXIT_LOCKS);
+		}
+		say(opt, "  lock not free for step %s (%s: %s of %s) (try %ld of %ld), trying again\n",
+			PQgetvalue(plan, i, 0), PQgetvalue(plan, i, 1), PQgetvalue(plan, i, 3),
+			PQgetvalue(plan, i, 2), attempt, opt->retries);
+		sleep_ms(attempt < 20 ? 100 * attempt : 2000);
+		if (stopped)
+			fail(NULL, "the rehearsal");
+	}
+}
+
+/*
  * Check that the session is the owner of a table the migration changes.
  * Its statements run the table's code (index expressions, constraints,
  * the planner's folding of them) with the session's rights.  A session
@@ -341,6 +460,47 @@ check_owner(const char *table)
 	PQclear(res);
 }
 
+/*
+ * The session's own settings, whatever the role's or the database's (ALTER
+ * ROLE or DATABASE ... SET, PGOPTIONS): READ COMMITTED by default (the
+ * swap needs it; the apply asks for REPEATABLE READ), writes allowed, no
+ * statement, transaction or idle timeouts (an index build may take hours,
+ * and --sleep idles between batches), no lock timeout but the short
+ * steps' own (run_short), the copies in the database's tablespace, keys
+ * as text in a form that reads back the same (the batches go by them),
+ * warnings only (ADD CONSTRAINT USING INDEX says it renames the index: the
+ * plan says so), and search_path pg_catalog, pg_temp.  Settings this
+ * server lacks (transaction_timeout before PostgreSQL 17) are left out.
+ * session_replication_role, which only a superuser may set, changes
+ * nothing: the program writes only the copies and logs, which have no
+ * triggers, rules or foreign keys, and the log triggers fire always.
+ */
+static void
+set_session(void)
+{
+	run("SELECT pg_catalog.set_config(s.name, v.setting, false) "
+		"FROM (VALUES ('default_transaction_isolation', 'read committed'), ('default_transaction_read_only', 'off'), "
+		"('statement_timeout', '0'), ('transaction_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), "
+		"('idle_session_timeout', '0'), ('lock_timeout', '0'), "
+		"('default_tablespace', ''), ('default_table_access_method', 'heap'), "
+		"('extra_float_digits', '3'), ('DateStyle', 'ISO'), ('IntervalStyle', 'postgres'), "
+		"('client_min_messages', 'warning'), ('search_path', 'pg_catalog, pg_temp')) v(name, setting) "
+		"JOIN pg_catalog.pg_settings s ON s.name OPERATOR(pg_catalog.=) v.name",
+		"setting up the session");
+}
+
+/* The oid of a table, by its qualified name. */
+static char *
+lookup_table(const char *name)
+{
+	const char *params[1] = {name};
+	PGresult   *res = query("SELECT CAST(CAST($1 AS regclass) AS oid)", 1, params, "looking up the table");
+	char	   *oid = strdup(PQgetvalue(res, 0, 0));
+
+	PQclear(res);
+	return oid;
+}
+
 static void
 usage(void)
 {
@@ -355,7 +515,8 @@ usage(void)
 		   "                           (default: flake_next)\n"
 		   "  -a, --also=LIST          columns holding the key without a foreign key,\n"
 		   "                           as table.column,... (flake_migrate's also)\n"
-		   "  -n, --dry-run            print every step with its lock, change nothing\n"
+		   "  -n, --dry-run            print every step with its lock, rehearse them,\n"
+		   "                           change nothing\n"
 		   "      --undo               undo a migration that has not swapped yet\n"
 		   "      --until=PHASE        stop after PHASE (create, copy, apply, index,\n"
 		   "                           analyze, swap); run again to go on\n"
@@ -431,6 +592,12 @@ parse_options(int argc, char **argv, Options *opt)
 				break;
 			case 'g':
 				opt->generator = optarg;
+				if (strcmp(optarg, "flake_next") != 0 && strcmp(optarg, "randflake_next") != 0 &&
+					strcmp(optarg, "ulidflake_next") != 0)
+				{
+					fprintf(stderr, "flake_migrate_online: invalid generator \"%s\": flake_next, randflake_next or ulidflake_next\n", optarg);
+					exit(EXIT_USAGE);
+				}
 				break;
 			case 'a':
 				opt->also = optarg;
@@ -490,10 +657,12 @@ main(int argc, char **argv)
 	PGresult   *res;
 	PGresult   *plan;
 	const char *sql;
+	char	   *table_oid;
 	const char *params[4];
 	const char *keywords[3];
 	const char *values[3];
 	int			blocked = 0;
+	int			begun;
 	double		started;
 
 	parse_options(argc, argv, &opt);
@@ -513,16 +682,20 @@ main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 
 	/*
-	 * The table is named as in the caller's session; nothing after it may
-	 * find objects through the caller's search_path.
+	 * The table is named as in the caller's session, through its search_path
+	 * (with the types qualified: that path may put a schema of look-alikes
+	 * before pg_catalog); nothing after it may find objects through that
+	 * path.  Its qualified name names it from then on.
 	 */
 	params[0] = opt.table;
-	res = query("SELECT CAST(CAST($1 AS regclass) AS oid)", 1, params, "looking up the table");
+	res = query("SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' "
+				"OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname) "
+				"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
+				"WHERE c.oid OPERATOR(pg_catalog.=) CAST(CAST($1 AS pg_catalog.regclass) AS pg_catalog.oid)",
+				1, params, "looking up the table");
 	opt.table = strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
-	run("SET search_path = pg_catalog, pg_temp", "SET search_path");
-	/* ADD CONSTRAINT USING INDEX says it renames the index: the plan says so */
-	run("SET client_min_messages = warning", "SET client_min_messages");
+	set_session();
 
 	res = query("SELECT FROM pg_extension e WHERE e.extname = 'flake'", 0, NULL, "looking up the extension");
 	if (PQntuples(res) != 1)
@@ -531,19 +704,32 @@ main(int argc, char **argv)
 		return EXIT_ERROR;
 	}
 	PQclear(res);
-	check_owner(opt.table);
 
 	/*
 	 * One run at a time: a run killed while its backend waited for a lock
 	 * leaves that backend to finish its statement (a batch of the copy, say)
-	 * before it notices, and the next run must not plan before it ends.
+	 * before it notices, and the next run must not plan before it ends. The
+	 * lock is the table's, and the name is looked up again once it is held:
+	 * after waiting for a run that swapped, the name is that of another table
+	 * (the copy swapped in), whose lock is taken instead.
 	 */
-	if (!opt.dry_run)
+	table_oid = lookup_table(opt.table);
+	while (!opt.dry_run)
 	{
-		params[0] = opt.table;
+		char	   *locked = table_oid;
+
+		params[0] = locked;
 		PQclear(query("SELECT pg_advisory_lock(hashtext('flake_migrate_online'), CAST(CAST($1 AS oid) AS integer))",
 					  1, params, "waiting for an earlier run to end"));
+		table_oid = lookup_table(opt.table);
+		if (strcmp(table_oid, locked) == 0)
+			break;
+		PQclear(query("SELECT pg_advisory_unlock(hashtext('flake_migrate_online'), CAST(CAST($1 AS oid) AS integer))",
+					  1, params, "waiting for an earlier run to end"));
+		free(locked);
 	}
+	opt.table = table_oid;
+	check_owner(opt.table);
 
 	params[0] = opt.table;
 	params[1] = opt.column;
@@ -581,6 +767,10 @@ main(int argc, char **argv)
 			check_owner(PQgetvalue(plan, i, 2));
 	if (PQntuples(plan) == 0)
 		say(&opt, "nothing to do\n");
+	/* a run that begins the migration rehearses it first */
+	begun = opt.undo || migration_begun(plan);
+	if (!opt.dry_run && !begun)
+		rehearse(&opt, plan);
 
 	for (int i = 0; i < PQntuples(plan); i++)
 	{
@@ -621,6 +811,9 @@ main(int argc, char **argv)
 			fail(NULL, what);
 		say(&opt, "  %.1f s\n", now_seconds() - started);
 	}
+	/* the dry run's, after its plan */
+	if (opt.dry_run && !begun)
+		rehearse(&opt, plan);
 	if (!opt.dry_run)
 		say(&opt, opt.until ? "stopped after phase %s as asked; run again without --until to go on\n"
 			: opt.undo ? "undone\n" : "done\n", opt.until);

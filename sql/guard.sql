@@ -100,4 +100,32 @@ INSERT INTO misguided VALUES (1);
 DELETE FROM misguided;
 SELECT flake_guard();
 
+-- A hostile session: a type named ulidflake first in search_path (a
+-- bigint domain, so that any value passes as one), a serializable
+-- transaction, a statement_timeout.  The guard knows flake's own type: the
+-- look-alike column is refused as not a ulidflake, and the ids are
+-- checked as before.
+CREATE SCHEMA lookalike;
+CREATE DOMAIN lookalike.ulidflake AS bigint;
+CREATE TABLE spoofed (id bigint, uid lookalike.ulidflake);
+CREATE TRIGGER guard BEFORE INSERT ON spoofed
+	FOR EACH ROW EXECUTE FUNCTION flake_guard('id', 'uid:ulidflake=2');
+ALTER TABLE spoofed ENABLE ALWAYS TRIGGER guard;
+SET search_path = lookalike, public;
+SET default_transaction_isolation = serializable;
+SET statement_timeout = '60s';
+SET session_replication_role = replica;
+INSERT INTO spoofed VALUES ((2::bigint << 22) | (7 << 12), 2);
+DROP TRIGGER guard ON spoofed;
+CREATE TRIGGER guard BEFORE INSERT ON spoofed
+	FOR EACH ROW EXECUTE FUNCTION public.flake_guard('id');
+ALTER TABLE spoofed ENABLE ALWAYS TRIGGER guard;
+INSERT INTO spoofed VALUES ((2::bigint << 22) | (7 << 12), 2);
+RESET session_replication_role;
+RESET statement_timeout;
+RESET default_transaction_isolation;
+RESET search_path;
+DROP TABLE spoofed;
+DROP SCHEMA lookalike CASCADE;
+
 DROP TABLE guarded, misguided;

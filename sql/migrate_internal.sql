@@ -71,6 +71,7 @@ SELECT * FROM flake_migrate('own.secrets', rekey_from => 'at');
 SELECT * FROM flake_internal.flake_migrate_online_plan('own.secrets');
 SELECT flake_internal.flake_migrate_online_swap('own.secrets', 'id', 'flake_next', NULL);
 SELECT flake_internal.flake_migrate_online_validate('own.secrets');
+SELECT flake_internal.flake_migrate_online_private('own.secrets');
 \set VERBOSITY default
 RESET ROLE;
 SELECT count(*) AS secrets_left FROM own.secrets;

@@ -196,6 +196,63 @@ SELECT * FROM flake_internal.flake_migrate_read_as_owner('evil.lines', 'SELECT c
 SELECT * FROM flake_internal.flake_migrate_read_as_owner('evil.lines', 'SELECT count(*) FROM evil.lines', false) AS r(n bigint);
 RESET ROLE;
 
+-- A hostile session: functions and operators of the names flake_migrate
+-- and its statements use (format, quote_ident, =, <, flake_next, ...)
+-- planted in the caller's search_path ahead of pg_catalog,
+-- session_replication_role = replica and a statement_timeout.
+-- flake_migrate and flake_migrate_tables run their own (their search_path
+-- is pinned, their statements name what they call): none of the planted
+-- ones runs, and every row is rekeyed.  At REPEATABLE READ or SERIALIZABLE they refuse,
+-- dry run or not (0A000): the transaction's snapshot is older than their
+-- locks, and would miss rows committed meanwhile.
+SET ROLE regress_flake_eve;
+CREATE TABLE evil.planted (id serial PRIMARY KEY, at timestamptz NOT NULL);
+INSERT INTO evil.planted (at) SELECT '2017-06-01'::timestamptz + n * interval '1 s' FROM generate_series(1, 3) n;
+CREATE FUNCTION evil.format(text, VARIADIC text[]) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.escalate('planted format'); RETURN ''; END $$;
+CREATE FUNCTION evil.quote_ident(text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.escalate('planted quote_ident'); RETURN $1; END $$;
+CREATE FUNCTION evil.flake_next() RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.escalate('planted flake_next'); RETURN 1; END $$;
+DO $$
+DECLARE
+	t text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['oid', 'name', 'text', 'smallint', 'integer', 'bigint', 'timestamptz'] LOOP
+		EXECUTE format('CREATE FUNCTION evil.same(a %1$s, b %1$s) RETURNS boolean LANGUAGE plpgsql AS '
+					   '$f$ BEGIN PERFORM evil.escalate(''planted operator''); RETURN a IS NOT DISTINCT FROM b; END $f$;'
+					   'CREATE OPERATOR evil.= (LEFTARG = %1$s, RIGHTARG = %1$s, FUNCTION = evil.same);'
+					   'CREATE FUNCTION evil.below(a %1$s, b %1$s) RETURNS boolean LANGUAGE plpgsql AS '
+					   '$f$ BEGIN PERFORM evil.escalate(''planted operator''); RETURN false; END $f$;'
+					   'CREATE OPERATOR evil.< (LEFTARG = %1$s, RIGHTARG = %1$s, FUNCTION = evil.below)', t);
+	END LOOP;
+END $$;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA evil TO PUBLIC;
+RESET ROLE;
+\c
+SET search_path = evil, pg_catalog, public;
+SET session_replication_role = replica;
+SET statement_timeout = '60s';
+\set VERBOSITY sqlstate
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) AS steps FROM flake_migrate('evil.planted', rekey_from => 'at', dry_run => true);
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT count(*) AS steps FROM flake_migrate_tables(ARRAY['evil.planted'::regclass], rekey_from => 'at');
+ROLLBACK;
+\set VERBOSITY default
+SELECT count(*) AS steps FROM flake_migrate('evil.planted', rekey_from => 'at', dry_run => true);
+SELECT count(*) AS steps FROM flake_migrate_tables(ARRAY['evil.planted'::regclass], rekey_from => 'at');
+RESET session_replication_role;
+RESET statement_timeout;
+RESET search_path;
+SELECT * FROM outcome();
+SELECT count(*) AS rows, count(*) FILTER (WHERE flake_timestamp(id) = at) AS rekeyed,
+	   pg_get_expr(d.adbin, d.adrelid) AS "default"
+FROM evil.planted, pg_attrdef d
+WHERE d.adrelid = 'evil.planted'::regclass
+GROUP BY 3;
+
 DROP FUNCTION outcome();
 SET client_min_messages = warning;
 DROP SCHEMA evil CASCADE;

@@ -118,6 +118,19 @@ RESET ROLE;
 DROP OWNED BY regress_randflake_reader;
 DROP ROLE regress_randflake_reader;
 
+-- a key written into an index, a generated column or a partition key
+-- would be shown to every role (pg_indexes, pg_dump --schema-only):
+-- randflake_decode(bigint, bytea) is stable, which they refuse (42P17)
+CREATE TABLE keyed (id bigint);
+\set VERBOSITY sqlstate
+CREATE INDEX ON keyed (((randflake_decode(id, '\x000102030405060708090a0b0c0d0e0f'::bytea)).ts));
+ALTER TABLE keyed ADD COLUMN made timestamptz
+	GENERATED ALWAYS AS ((randflake_decode(id, '\x000102030405060708090a0b0c0d0e0f'::bytea)).ts) STORED;
+CREATE TABLE keyed_parts (id bigint)
+	PARTITION BY RANGE (((randflake_decode(id, '\x000102030405060708090a0b0c0d0e0f'::bytea)).ts));
+\set VERBOSITY default
+DROP TABLE keyed;
+
 -- the superuser reads it; it cannot be set per session
 SHOW flake.randflake_secret;
 SET flake.randflake_secret = '00112233445566778899aabbccddeeff';

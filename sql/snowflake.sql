@@ -70,8 +70,45 @@ SELECT q, sqlstate_of_query(q) FROM (VALUES
 SET ROLE regress_flake_watcher;
 SELECT generator, pid = pg_backend_pid() AS my_pid, issued >= 100000 AS issued
 FROM flake_leases WHERE node = flake_node() AND generator = 'flake_next';
+-- flake_origin, the servers this database's ids come from: every role
+-- reads it (pg_dump by a database's owner does), none but the extension's
+-- owner writes it; the functions revoked from PUBLIC refuse a plain role
+SET ROLE regress_flake_nobody;
+SELECT count(*) > 0 AS origin_readable FROM flake_origin;
+SELECT q, sqlstate_of_query(q) FROM (VALUES
+	('INSERT INTO flake_origin VALUES (1)'),
+	('UPDATE flake_origin SET system_identifier = 1'),
+	('DELETE FROM flake_origin'),
+	('TRUNCATE flake_origin'),
+	('SELECT count(*) FROM flake_citus_check()'),
+	($$SELECT flake_rekey_claim('pg_class', 'relname')$$),
+	('SELECT randflake_decode(1)'),
+	('SELECT randflake_key_fingerprint()')) v(q);
 RESET ROLE;
 DROP ROLE regress_flake_watcher, regress_flake_nobody;
+
+-- A hostile session changes nothing flake reads: look-alikes of
+-- flake_origin (naming a server this one is not) and of Citus's catalog
+-- (a group) first in search_path, a serializable read-only transaction, a
+-- statement_timeout, session_replication_role = replica.  A new backend,
+-- whose first ids check the origin and the Citus group: every generator
+-- works, on this server's nodes, and ulidflake_next() carries no sid.
+\c
+CREATE TEMPORARY TABLE flake_origin (system_identifier bigint);
+INSERT INTO flake_origin VALUES (42);
+CREATE TEMPORARY TABLE pg_dist_local_group (groupid integer);
+INSERT INTO pg_dist_local_group VALUES (5);
+CREATE TEMPORARY TABLE pg_dist_node (nodeid integer);
+INSERT INTO pg_dist_node VALUES (1);
+SET search_path = pg_temp, public;
+SET default_transaction_isolation = serializable;
+SET default_transaction_read_only = on;
+SET statement_timeout = '60s';
+SET session_replication_role = replica;
+SELECT flake_node(flake_next()) BETWEEN 0 AND 1015 AS flake_next,
+	   (randflake_decode(randflake_next())).node BETWEEN 0 AND 131071 AS randflake_next,
+	   (SELECT count(DISTINCT ulidflake_sid(ulidflake_next())) > 1 FROM generate_series(1, 100)) AS ulidflake_next;
+\c
 
 -- explicit nodes: any node of flake.nodes, increasing per node
 CREATE TABLE explicit_ids AS

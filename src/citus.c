@@ -33,10 +33,12 @@
 #include "access/table.h"
 #include "catalog/pg_namespace.h"
 #include "commands/dbcommands.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "replication/logicalworker.h"
 #include "replication/worker_internal.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -221,16 +223,74 @@ flake_citus_share(int32 group, int space_bits, int share_bits,
 }
 
 /*
+ * Is Citus's library loaded in this process?  It defines citus.version; a
+ * placeholder of that name (ALTER ROLE ... SET citus.version) is not it.
+ */
+static bool
+citus_loaded(void)
+{
+	return GetConfigOption("citus.version", true, false) != NULL &&
+		(GetConfigOptionFlags("citus.version", true) & GUC_CUSTOM_PLACEHOLDER) == 0;
+}
+
+/* Is suffix <digits>_<digits>, as Citus's <table owner>_<operation id>? */
+static bool
+owner_operation(const char *suffix)
+{
+	size_t		owner = strspn(suffix, "0123456789");
+	size_t		operation;
+
+	if (owner == 0 || suffix[owner] != '_')
+		return false;
+	operation = strspn(suffix + owner + 1, "0123456789");
+	return operation > 0 && suffix[owner + 1 + operation] == '\0';
+}
+
+/*
  * Is this backend the apply worker of a Citus shard move or split?  Those
  * copy rows between the cluster's own nodes, so they bring rows made on
- * any group, this one's included.  Citus names their subscriptions so.
+ * any group, this one's included.
+ *
+ * Citus (multi_logical_replication.c) names such a subscription
+ * citus_shard_move_subscription_<table owner>_<operation> (or _split_), and
+ * makes a role for it, citus_shard_move_subscription_role_ with the same
+ * suffix, which owns it: a superuser creates both and hands the
+ * subscription over.  Where Citus is loaded, its utility hook lets only
+ * superusers alter or drop a subscription named citus_..., so a role that
+ * names its own subscription so still owns it.  The exemption holds only
+ * there, with Citus installed in this database, for a subscription named
+ * so and owned by the role named for it: any other is guarded.
  */
 bool
 flake_citus_shard_transfer(void)
 {
-	return IsLogicalWorker() && MySubscription != NULL &&
-		(strncmp(MySubscription->name, "citus_shard_move_subscription_", 30) == 0 ||
-		 strncmp(MySubscription->name, "citus_shard_split_subscription_", 31) == 0);
+	static const struct
+	{
+		const char *subscription;
+		const char *role;
+	}			names[] = {
+		{"citus_shard_move_subscription_", "citus_shard_move_subscription_role_"},
+		{"citus_shard_split_subscription_", "citus_shard_split_subscription_role_"},
+	};
+
+	if (!IsLogicalWorker() || MySubscription == NULL)
+		return false;
+	for (size_t i = 0; i < lengthof(names); i++)
+	{
+		size_t		len = strlen(names[i].subscription);
+		const char *suffix;
+		const char *owner;
+
+		if (strncmp(MySubscription->name, names[i].subscription, len) != 0)
+			continue;
+		suffix = MySubscription->name + len;
+		owner = GetUserNameFromId(MySubscription->owner, true);
+		return owner_operation(suffix) && owner != NULL &&
+			strncmp(owner, names[i].role, strlen(names[i].role)) == 0 &&
+			strcmp(owner + strlen(names[i].role), suffix) == 0 &&
+			citus_loaded() && OidIsValid(get_extension_oid("citus", true));
+	}
+	return false;
 }
 
 /*

@@ -71,10 +71,12 @@ parse_claims(const char *data, Size len, FlakeRekeyClaim **claims,
 
 /*
  * Read the claims of a file (none when it does not exist).  A damaged file
- * is an error: without it, a node's milliseconds could be claimed twice.
+ * is an error, with hint (if not NULL) saying what to do: without it, a
+ * node's milliseconds could be claimed twice.
  */
 static FlakeRekeyClaim *
-read_claims_file(const char *path, uint32 *count, bool *found)
+read_claims_file(const char *path, uint32 *count, bool *found,
+				 const char *hint)
 {
 	FlakeRekeyClaim *claims = NULL;
 	struct stat st;
@@ -107,7 +109,8 @@ read_claims_file(const char *path, uint32 *count, bool *found)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("flake rekey claims file \"%s\" is damaged", path),
-				 errdetail("It records which nodes and milliseconds earlier rekeys used; without it, rekeyed ids could repeat.")));
+				 errdetail("It records which nodes and milliseconds earlier rekeys used; without it, rekeyed ids could repeat."),
+				 hint != NULL ? errhint("%s", hint) : 0));
 	return claims;
 }
 
@@ -117,7 +120,7 @@ flake_claims_read(uint32 *count)
 {
 	bool		found;
 
-	return read_claims_file(FLAKE_REKEYS_FILE, count, &found);
+	return read_claims_file(FLAKE_REKEYS_FILE, count, &found, NULL);
 }
 
 /* Replace the file with the claims, durably (see datafile.c). */
@@ -226,7 +229,8 @@ flake_claims_import(void)
 	uint32		count;
 	bool		found;
 
-	claims = read_claims_file(FLAKE_REKEYS_IMPORT, &count, &found);
+	claims = read_claims_file(FLAKE_REKEYS_IMPORT, &count, &found,
+							  "Copy flake.rekeys of the old server (stopped) to \"" FLAKE_REKEYS_IMPORT "\" again.");
 	if (!found)
 		return;
 	flake_claims_add(claims, count, false);

@@ -14,6 +14,7 @@
 
 #include "logfilter.h"
 #include "randflake.h"
+#include "serial_default.h"
 #include "settings.h"
 #include "shmem.h"
 #include "snowflake.h"
@@ -32,6 +33,7 @@ _PG_init(void)
 	flake_settings_begin();
 	snowflake_define_settings();
 	randflake_define_settings();
+	serial_default_define_setting();
 	flake_settings_end();
 	snowflake_check_settings();
 
@@ -43,7 +45,8 @@ _PG_init(void)
 	 * its state per backend.  The prefix is reserved only then: reserving it
 	 * later would drop the server-start settings that decoding still reads.
 	 * flake's WAL records can be replayed only with its resource manager
-	 * registered, which also happens only here.
+	 * registered, which also happens only here, and so is the hook of
+	 * flake.serial_default (it must act in every session or in none).
 	 */
 	if (process_shared_preload_libraries_in_progress)
 	{
@@ -52,6 +55,7 @@ _PG_init(void)
 		ulidflake_add_shmem();
 		randflake_add_shmem();
 		flake_wal_register();
+		serial_default_install();
 		MarkGUCPrefixReserved("flake");
 	}
 	else if (creating_extension)

@@ -32,11 +32,13 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "storage/fd.h"
+#include "utils/memutils.h"
 
 #include "datafile.h"
 #include "highwater.h"
@@ -44,18 +46,41 @@
 #define FLAKE_HWM_FILE		"flake.hwm"
 #define FLAKE_HWM_TEMP_FILE	"flake.hwm.tmp"
 #define FLAKE_HWM_IMPORT_FILE "flake.hwm.import"
-#define FLAKE_HWM_MAGIC		0x464C4B34	/* "FLK4" */
+#define FLAKE_HWM_MAGIC		0x464C4B35	/* "FLK5": any number of servers */
+#define FLAKE_HWM_MAGIC_V4	0x464C4B34	/* "FLK4": at most 13 servers */
 #define FLAKE_HWM_MAGIC_V3	0x464C4B33	/* "FLK3": no servers */
 #define FLAKE_HWM_MAGIC_V2	0x464C4B32	/* "FLK2": no ulidflake mark */
 
-typedef struct FlakeHwmFile
+/*
+ * The file: this header, then the other servers' system identifiers
+ * (count of them, uint64 each), then the CRC-32C of both.
+ */
+typedef struct FlakeHwmHeader
+{
+	uint32		magic;
+	uint32		count;
+	FlakeMarks	marks;
+	uint64		writer;
+} FlakeHwmHeader;
+
+/*
+ * The file as 1.2 wrote it, with room for 13 other servers.  It is still
+ * written while the servers fit, so that a 1.2 library reads it (after a
+ * downgrade, or taking it over as flake.hwm.import).
+ */
+#define FLAKE_HWM_V4_SERVERS 13
+
+typedef struct FlakeHwmFileV4
 {
 	uint32		magic;
 	uint32		reserved;
 	FlakeMarks	marks;
-	FlakeServers servers;
+	uint64		writer;
+	uint32		count;
+	uint32		reserved2;
+	uint64		id[FLAKE_HWM_V4_SERVERS];
 	pg_crc32c	crc;			/* of the fields above */
-} FlakeHwmFile;
+} FlakeHwmFileV4;
 
 /* The file as releases before the servers wrote it. */
 typedef struct FlakeHwmFileV3
@@ -81,35 +106,110 @@ static void hwm_write_servers(const FlakeMarks *marks,
 							  const FlakeServers *servers);
 
 /*
+ * Take the marks and the servers out of the contents of a file of the
+ * current format or of 1.2's; false when they are not such a file or are
+ * damaged.
+ */
+static bool
+hwm_parse(const char *data, Size len, FlakeMarks *marks, FlakeServers *servers)
+{
+	uint64		own = GetSystemIdentifier();
+	FlakeHwmHeader header;
+	FlakeHwmFileV4 v4;
+	pg_crc32c	crc;
+
+	if (len >= sizeof(header) + sizeof(crc))
+	{
+		memcpy(&header, data, sizeof(header));
+		memcpy(&crc, data + len - sizeof(crc), sizeof(crc));
+		if (header.magic == FLAKE_HWM_MAGIC &&
+			len == sizeof(header) + sizeof(uint64) * (Size) header.count + sizeof(crc) &&
+			EQ_CRC32C(crc, flake_datafile_crc(data, len - sizeof(crc))))
+		{
+			*marks = header.marks;
+			for (uint32 i = 0; i < header.count; i++)
+			{
+				uint64		id;
+
+				memcpy(&id, data + sizeof(header) + sizeof(uint64) * i, sizeof(id));
+				servers_add(servers, id, own);
+			}
+			servers_add(servers, header.writer, own);
+			servers->writer = header.writer;
+			return true;
+		}
+	}
+	if (len != sizeof(v4))
+		return false;
+	memcpy(&v4, data, sizeof(v4));
+	if (v4.magic != FLAKE_HWM_MAGIC_V4 || v4.count > FLAKE_HWM_V4_SERVERS ||
+		!EQ_CRC32C(v4.crc, flake_datafile_crc(&v4, offsetof(FlakeHwmFileV4, crc))))
+		return false;
+	*marks = v4.marks;
+	for (uint32 i = 0; i < v4.count; i++)
+		servers_add(servers, v4.id[i], own);
+	servers_add(servers, v4.writer, own);
+	servers->writer = v4.writer;
+	return true;
+}
+
+/*
+ * Take the marks out of the contents of a file of the formats before the
+ * servers; false when they are not such a file or are damaged.  Those
+ * before the ulidflake mark have that mark at 0 (those releases kept
+ * none).
+ */
+static bool
+hwm_parse_old(const char *data, Size len, FlakeMarks *marks)
+{
+	FlakeHwmFileV3 v3;
+	FlakeHwmFileV2 v2;
+
+	if (len == sizeof(v3))
+	{
+		memcpy(&v3, data, sizeof(v3));
+		if (v3.magic != FLAKE_HWM_MAGIC_V3 ||
+			!EQ_CRC32C(v3.crc, flake_datafile_crc(&v3, offsetof(FlakeHwmFileV3, crc))))
+			return false;
+		*marks = v3.marks;
+		return true;
+	}
+	if (len != sizeof(v2))
+		return false;
+	memcpy(&v2, data, sizeof(v2));
+	if (v2.magic != FLAKE_HWM_MAGIC_V2 ||
+		!EQ_CRC32C(v2.crc, flake_datafile_crc(&v2, offsetof(FlakeHwmFileV2, crc))))
+		return false;
+	marks->mark[FLAKE_HWM_SNOWFLAKE] = v2.snowflake_unix_ms;
+	marks->mark[FLAKE_HWM_RANDFLAKE] = v2.randflake_unix_s;
+	return true;
+}
+
+/*
  * Read flake.hwm: the marks (0 when there is no file yet), and the
  * servers whose marks they hold besides this one's: those the file lists,
  * and the server that wrote it when that is another (the file was copied
  * from it, see the README's upgrade steps).  A file of the formats before
  * the servers is taken as this server's own (they were written where they
  * lie, unless copied; flake_hwm_read rewrites it at start, naming this
- * server); one before the ulidflake mark has that mark at 0 (those
- * releases kept none).
+ * server).
  * Also for flake.hwm.import, by path.  False when the file is damaged;
- * *found says whether it exists, *old_format whether it is in a format of
- * an earlier release.
+ * *found says whether it exists, *old_format whether it is in a format
+ * before the servers.  servers->id is palloc'd in every case.
  */
 static bool
 hwm_read_file(const char *path, FlakeMarks *marks, FlakeServers *servers,
 			  bool *found, bool *old_format)
 {
-	union
-	{
-		FlakeHwmFile v4;
-		FlakeHwmFileV3 v3;
-		FlakeHwmFileV2 v2;
-		char		bytes[sizeof(FlakeHwmFile) + 1];
-	}			data;
+	struct stat st;
+	char	   *data;
 	int			fd;
-	int			nread;
-	uint64		own = GetSystemIdentifier();
+	bool		ok;
 
 	memset(marks, 0, sizeof(*marks));
-	memset(servers, 0, sizeof(*servers));
+	servers->writer = 0;
+	servers->count = 0;
+	servers->id = palloc(0);
 	*found = false;
 	*old_format = false;
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
@@ -122,36 +222,23 @@ hwm_read_file(const char *path, FlakeMarks *marks, FlakeServers *servers,
 				 errmsg("could not open file \"%s\": %m", path)));
 	}
 	*found = true;
-	memset(&data, 0, sizeof(data));
-	nread = read(fd, &data, sizeof(data));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", path)));
+	if (st.st_size > (off_t) MaxAllocSize)
+	{
+		CloseTransientFile(fd);
+		return false;
+	}
+	data = palloc(Max(st.st_size, 1));
+	ok = read(fd, data, st.st_size) == st.st_size;
 	CloseTransientFile(fd);
 
-	if (nread == sizeof(FlakeHwmFile) && data.v4.magic == FLAKE_HWM_MAGIC &&
-		EQ_CRC32C(data.v4.crc, flake_datafile_crc(&data.v4, offsetof(FlakeHwmFile, crc))) &&
-		data.v4.servers.count <= FLAKE_HWM_MAX_SERVERS)
-	{
-		*marks = data.v4.marks;
-		for (uint32 i = 0; i < data.v4.servers.count; i++)
-			servers_add(servers, data.v4.servers.id[i], own);
-		servers_add(servers, data.v4.servers.writer, own);
-		servers->writer = data.v4.servers.writer;
-	}
-	else if (nread == sizeof(FlakeHwmFileV3) && data.v3.magic == FLAKE_HWM_MAGIC_V3 &&
-			 EQ_CRC32C(data.v3.crc, flake_datafile_crc(&data.v3, offsetof(FlakeHwmFileV3, crc))))
-	{
-		*marks = data.v3.marks;
-		*old_format = true;
-	}
-	else if (nread == sizeof(FlakeHwmFileV2) && data.v2.magic == FLAKE_HWM_MAGIC_V2 &&
-			 EQ_CRC32C(data.v2.crc, flake_datafile_crc(&data.v2, offsetof(FlakeHwmFileV2, crc))))
-	{
-		marks->mark[FLAKE_HWM_SNOWFLAKE] = data.v2.snowflake_unix_ms;
-		marks->mark[FLAKE_HWM_RANDFLAKE] = data.v2.randflake_unix_s;
-		*old_format = true;
-	}
-	else
-		return false;
-	return true;
+	if (ok && !hwm_parse(data, st.st_size, marks, servers))
+		ok = *old_format = hwm_parse_old(data, st.st_size, marks);
+	pfree(data);
+	return ok;
 }
 
 /*
@@ -197,22 +284,25 @@ flake_hwm_read(FlakeMarks *marks)
 				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_IMPORT_FILE),
 				 errhint("Copy flake.hwm of the old server (stopped) to \"%s\" again.",
 						 FLAKE_HWM_IMPORT_FILE)));
-	if (!found)
-		return;
-	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
-		marks->mark[i] = Max(marks->mark[i], imported.mark[i]);
-	for (uint32 i = 0; i < imported_servers.count; i++)
-		servers_add(&servers, imported_servers.id[i], GetSystemIdentifier());
-	hwm_write_servers(marks, &servers);
-	durable_unlink(FLAKE_HWM_IMPORT_FILE, FATAL);
-	ereport(LOG,
-			(errmsg("flake took over the marks of \"%s\"", FLAKE_HWM_IMPORT_FILE)));
+	if (found)
+	{
+		for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+			marks->mark[i] = Max(marks->mark[i], imported.mark[i]);
+		for (uint32 i = 0; i < imported_servers.count; i++)
+			servers_add(&servers, imported_servers.id[i], GetSystemIdentifier());
+		hwm_write_servers(marks, &servers);
+		durable_unlink(FLAKE_HWM_IMPORT_FILE, FATAL);
+		ereport(LOG,
+				(errmsg("flake took over the marks of \"%s\"", FLAKE_HWM_IMPORT_FILE)));
+	}
+	pfree(servers.id);
+	pfree(imported_servers.id);
 }
 
 /*
  * The other servers whose marks flake.hwm holds (see hwm_read_file), and
- * the one that wrote it (0 if none did in this format).  A damaged file is
- * an error.
+ * the one that wrote it (0 if none did in this format); the caller frees
+ * servers->id.  A damaged file is an error.
  */
 void
 flake_hwm_servers(FlakeServers *servers)
@@ -230,41 +320,62 @@ flake_hwm_servers(FlakeServers *servers)
 
 /*
  * Add a server's system identifier to the list, unless it is own (this
- * server's), 0 (none) or listed already.  A list that is full keeps the
- * servers it has: the oldest matter most (databases carry the identifier
- * of the server they were created on), and more than
- * FLAKE_HWM_MAX_SERVERS copies of flake.hwm from server to server do not
- * happen.
+ * server's), 0 (none) or listed already.  The list has no bound: each
+ * server a database may come from must stay in it.
  */
 static void
 servers_add(FlakeServers *servers, uint64 id, uint64 own)
 {
-	if (id == 0 || id == own || servers->count == FLAKE_HWM_MAX_SERVERS)
+	if (id == 0 || id == own)
 		return;
 	for (uint32 i = 0; i < servers->count; i++)
 		if (servers->id[i] == id)
 			return;
+	servers->id = repalloc(servers->id, sizeof(uint64) * (servers->count + 1));
 	servers->id[servers->count++] = id;
 }
 
 /*
  * Replace the file with the marks and the other servers (see datafile.c),
- * naming this one as its writer.  A temporary file left behind by a crash
- * is removed at the next start.
+ * naming this one as its writer: in 1.2's format while they fit in it, so
+ * that a 1.2 library still reads the file, else in the current one.  A
+ * temporary file left behind by a crash is removed at the next start.
  */
 static void
 hwm_write_servers(const FlakeMarks *marks, const FlakeServers *servers)
 {
-	FlakeHwmFile data;
+	if (servers->count <= FLAKE_HWM_V4_SERVERS)
+	{
+		FlakeHwmFileV4 data;
 
-	memset(&data, 0, sizeof(data));
-	data.magic = FLAKE_HWM_MAGIC;
-	data.marks = *marks;
-	data.servers = *servers;
-	data.servers.writer = GetSystemIdentifier();
-	data.crc = flake_datafile_crc(&data, offsetof(FlakeHwmFile, crc));
-	flake_datafile_replace(FLAKE_HWM_FILE, FLAKE_HWM_TEMP_FILE,
-						   &data, sizeof(data));
+		memset(&data, 0, sizeof(data));
+		data.magic = FLAKE_HWM_MAGIC_V4;
+		data.marks = *marks;
+		data.writer = GetSystemIdentifier();
+		data.count = servers->count;
+		memcpy(data.id, servers->id, sizeof(uint64) * servers->count);
+		data.crc = flake_datafile_crc(&data, offsetof(FlakeHwmFileV4, crc));
+		flake_datafile_replace(FLAKE_HWM_FILE, FLAKE_HWM_TEMP_FILE,
+							   &data, sizeof(data));
+	}
+	else
+	{
+		Size		ids = sizeof(uint64) * servers->count;
+		Size		len = sizeof(FlakeHwmHeader) + ids + sizeof(pg_crc32c);
+		char	   *data = palloc0(len);
+		FlakeHwmHeader *header = (FlakeHwmHeader *) data;
+		pg_crc32c	crc;
+
+		header->magic = FLAKE_HWM_MAGIC;
+		header->count = servers->count;
+		header->marks = *marks;
+		header->writer = GetSystemIdentifier();
+		memcpy(data + sizeof(FlakeHwmHeader), servers->id, ids);
+		crc = flake_datafile_crc(data, len - sizeof(crc));
+		memcpy(data + len - sizeof(crc), &crc, sizeof(crc));
+		flake_datafile_replace(FLAKE_HWM_FILE, FLAKE_HWM_TEMP_FILE, data, len);
+		pfree(data);
+	}
 }
 
 /*
@@ -278,6 +389,7 @@ hwm_write(const FlakeMarks *marks)
 
 	flake_hwm_servers(&servers);
 	hwm_write_servers(marks, &servers);
+	pfree(servers.id);
 }
 
 /* Set up the shared state from the marks read at start. */

@@ -53,22 +53,16 @@ typedef struct FlakeMarks
 } FlakeMarks;
 
 /*
- * At most this many other servers' marks are taken over by one flake.hwm
- * (one per upgrade or dump/restore that carried its file).
- */
-#define FLAKE_HWM_MAX_SERVERS 13
-
-/*
  * The servers (system identifiers) of a flake.hwm: the one that wrote it,
  * and the others whose marks it holds because their file was copied to
- * this server.
+ * this server (one per upgrade or dump/restore that carried its file, as
+ * many as there were).  id is palloc'd; the caller frees it.
  */
 typedef struct FlakeServers
 {
 	uint64		writer;
 	uint32		count;
-	uint32		reserved;
-	uint64		id[FLAKE_HWM_MAX_SERVERS];
+	uint64	   *id;
 } FlakeServers;
 
 /* The persisted marks in shared memory; only ids at or below them exist. */

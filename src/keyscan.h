@@ -4,6 +4,8 @@
  *	  Finding the words that mark a statement carrying a Randflake key.
  *
  * Plain C without PostgreSQL headers, so the scan can be fuzzed alone.
+ * Every function reads each byte a bounded number of times: its work is
+ * linear in the length of the text, whatever the text.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,9 +19,20 @@
 #define KEYSCAN_LONGEST_WORD 16
 
 /*
- * Do the len bytes at bytes (no terminator needed, none looked for) contain
- * randflake_secret, randflake_decode or randflake_key, in any case?
+ * The offset of the first randflake_secret, randflake_decode or
+ * randflake_key, in any case, in the len bytes at bytes (no terminator
+ * needed, none looked for); len when there is none.
  */
-extern bool keyscan_mentions_key(const char *bytes, size_t len);
+extern size_t keyscan_find_key(const char *bytes, size_t len);
+
+/* Do the len bytes at bytes contain one of those words? */
+static inline bool
+keyscan_mentions_key(const char *bytes, size_t len)
+{
+	return keyscan_find_key(bytes, len) < len;
+}
+
+/* Do the len bytes at bytes contain execute, in any case? */
+extern bool keyscan_mentions_execute(const char *bytes, size_t len);
 
 #endif							/* KEYSCAN_H */

@@ -11,7 +11,9 @@
  * quote a piece of the statement ("syntax error at or near ...").  A
  * statement that sets flake.randflake_secret (ALTER SYSTEM, SET,
  * set_config(), ALTER DATABASE/ROLE ... SET) holds the key, and so can a
- * call of randflake_decode(id, key) or randflake_key_fingerprint(key).
+ * call of randflake_decode(id, key) or randflake_key_fingerprint(key), and
+ * an EXECUTE of a statement prepared with such a call, whose arguments
+ * hold the key.
  *
  * An emit_log_hook rewrites every log entry about such a statement before
  * it is written, in every process.  An entry is about one when a key word
@@ -22,96 +24,247 @@
  * (the prepared statement's text, the postmaster's report of a crashed
  * process and what it was running), context (the statements of PL/pgSQL
  * and SQL functions, in any process, autovacuum's analyses of index
- * expressions included) or internal query.  Such an entry goes without
- * its STATEMENT line.  In a message that logs the statement, the statement
- * and what follows is replaced; in an error with a position in the
- * statement or internal query, the double-quoted pieces of them are (the
- * error quotes the token it failed at).  Detail and log detail are
- * replaced when they mention a key word or come with a statement that
- * does (bound parameters, a key value that violates a constraint), but
- * for flake's own refusal of a malformed secret, whose detail gives only
- * its length; context and internal query are replaced.  The client
- * receives the same rewritten entry.  A key in a statement that names
- * none of those words cannot be told apart and is logged as usual.
+ * expressions included) or internal query.  While the session holds a
+ * prepared statement whose text names a key word, the word EXECUTE marks
+ * an entry the same way: it is the only way to run one from SQL (EXPLAIN
+ * and CREATE TABLE AS included), and its arguments are not in the text
+ * the statement was prepared with.
  *
- * The statement is scanned once per entry even where the message repeats
- * it (statement logging puts it at the end of the message), and the scan
- * (keyscan.c) neither copies nor lower-cases the text, so that logging
- * every statement costs little more with flake than without.
+ * Such an entry goes without its STATEMENT line.  In a message that logs
+ * the statement, the statement and what follows is replaced; in an error
+ * with a position in the statement or internal query, each argument of
+ * the message is (the error quotes the token it failed at, whatever
+ * quotes that token holds).  Detail and log detail are replaced when they
+ * mention a key word or come with a statement that does (bound
+ * parameters, a key value that violates a constraint), but for flake's
+ * own refusal of a malformed secret, whose detail gives only its length;
+ * context and internal query are replaced.  The client receives the same
+ * rewritten entry.  A key in a statement that names none of those words
+ * cannot be told apart and is logged as usual.
+ *
+ * Apart from statements, a configuration file's syntax error names the
+ * token it failed at, which for a secret left unquoted is a piece of it;
+ * that token is replaced in every such report.
+ *
+ * The hook runs while an error is reported, with interrupts held (an
+ * ERROR is logged before its transaction is aborted), so a backend busy in
+ * it cannot be cancelled or terminated: every step is linear in the
+ * length of the texts, which may be megabytes.  The statement is scanned
+ * once per entry even where the message repeats it (statement logging
+ * puts it at the end of the message), and the scan (keyscan.c) neither
+ * copies nor lower-cases the text, so that logging every statement costs
+ * little more with flake than without.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "commands/prepare.h"
 #include "lib/stringinfo.h"
+#include "nodes/parsenodes.h"
 #include "tcop/tcopprot.h"
+#include "tcop/utility.h"
 #include "utils/elog.h"
+#include "utils/hsearch.h"
 
 #include "keyscan.h"
 #include "logfilter.h"
 
 #define HIDDEN "<hidden by flake: it mentions a Randflake key>"
 
+/* what an argument of a message becomes */
+#define HIDDEN_ARGUMENT "..."
+
+/*
+ * guc-file.l's report of a syntax error in a configuration file, whose
+ * last argument is the token it failed at.
+ */
+#define CONFIG_SYNTAX_ERROR "syntax error in file \"%s\" line %u, near token \"%s\""
+
 static emit_log_hook_type prev_emit_log_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+
+/*
+ * The names of this session's prepared statements whose text names a key
+ * word (NULL until it prepares one): EXECUTE of one of them carries a key
+ * in its arguments.  A statement dropped by the protocol's Close message
+ * stays here, which only hides more than needed.
+ */
+static HTAB *keyed_prepared = NULL;
+
+/*
+ * Does the text mention a key word, or EXECUTE while the session holds a
+ * prepared statement that names one?  For the texts that can be a
+ * statement: the statement, detail, context and internal query.
+ */
+static bool
+mentions_key(const char *text, size_t len)
+{
+	return keyscan_mentions_key(text, len) ||
+		(keyed_prepared != NULL && hash_get_num_entries(keyed_prepared) > 0 &&
+		 keyscan_mentions_execute(text, len));
+}
 
 /* Does a field of an entry mention a key word? */
 static bool
-mentions_key(const char *field)
+field_mentions_key(const char *field)
 {
-	return field != NULL && keyscan_mentions_key(field, strlen(field));
+	return field != NULL && mentions_key(field, strlen(field));
 }
 
 /*
- * Is the piece of len bytes at piece a substring of haystack, in any case
- * (an error quotes identifiers folded to lower case)?
+ * The length of the conversion specification at p, a % that is not %%
+ * ("%s", "%u", "%2$s", "%.*s"...), up to the end of the format at most.
  */
-static bool
-occurs_in(const char *piece, size_t len, const char *haystack)
+static size_t
+conversion_length(const char *p)
 {
-	if (haystack == NULL || len == 0)
-		return false;
-	for (; *haystack != '\0'; haystack++)
-		if (pg_strncasecmp(haystack, piece, len) == 0)
-			return true;
-	return false;
+	size_t		n = 1;
+
+	while (p[n] != '\0' && strchr("0123456789$#-+ '.*hlLqjzt", p[n]) != NULL)
+		n++;
+	return p[n] == '\0' ? n : n + 1;
 }
 
 /*
- * The message with every double-quoted piece that occurs in the statement
- * or the internal query replaced: an error with a position may quote the
- * token it failed at, a key or part of one.
+ * The literal text of the format at p up to its next conversion or its
+ * end, with %% as the % it prints, into buf; returns where it stops.
+ */
+static const char *
+format_literal(const char *p, StringInfo buf)
+{
+	resetStringInfo(buf);
+	while (*p != '\0' && (*p != '%' || p[1] == '%'))
+	{
+		appendStringInfoChar(buf, *p);
+		p += *p == '%' ? 2 : 1;
+	}
+	return p;
+}
+
+/* The format from p on as it prints, each argument as "...", onto out */
+static void
+append_format_hiding_arguments(StringInfo out, const char *p)
+{
+	StringInfoData literal;
+
+	initStringInfo(&literal);
+	p = format_literal(p, &literal);
+	appendBinaryStringInfo(out, literal.data, literal.len);
+	while (*p != '\0')
+	{
+		appendStringInfoString(out, HIDDEN_ARGUMENT);
+		p = format_literal(p + conversion_length(p), &literal);
+		appendBinaryStringInfo(out, literal.data, literal.len);
+	}
+}
+
+/*
+ * Which arguments of a message to hide: from the first in double quotes
+ * on, or from the one of that number (counted from 0) on.
+ */
+#define FROM_FIRST_QUOTED	(-1)
+
+/*
+ * The message with its arguments replaced by "...", from the argument
+ * first_hidden says on; before it the message is kept as it is.  The
+ * message is matched with the format it was made from (translated as it
+ * was): each literal piece of the format must be where it comes in the
+ * message, and a kept argument ends where the next piece is first found,
+ * so at or before where it truly ends, never in an argument to hide.  From
+ * the first argument hidden on, the text is the format's, with no byte of
+ * the message.  A translated format gives no sure sign of which arguments
+ * it quotes, so all of them are hidden; so are they when the message does
+ * not match its format.  Linear: each search goes on from where the one
+ * before stopped, for a short piece of the format.
  */
 static char *
-without_quoted_pieces(const char *message, const char *query,
-					  const char *internalquery)
+message_hiding_arguments(const ErrorData *edata, int first_hidden)
 {
-	StringInfoData buf;
-	const char *p = message;
-	const char *open;
-	const char *close;
+	const char *format;
+	bool		translated;
+	const char *m = edata->message;
+	const char *p;
+	StringInfoData out;
+	StringInfoData literal;
 
-	initStringInfo(&buf);
-	while ((open = strchr(p, '"')) != NULL && (close = strchr(open + 1, '"')) != NULL)
+	if (edata->message_id == NULL)
+		return pstrdup(HIDDEN);
+	format = dgettext(edata->domain, edata->message_id);
+	translated = strcmp(format, edata->message_id) != 0;
+	initStringInfo(&out);
+	initStringInfo(&literal);
+	p = format_literal(format, &literal);
+	for (int argument = 0;; argument++)
 	{
-		size_t		len = close - open - 1;
+		const char *next;
 
-		appendBinaryStringInfo(&buf, p, open + 1 - p);
-		if (occurs_in(open + 1, len, query) || occurs_in(open + 1, len, internalquery))
-			appendStringInfoString(&buf, "...");
-		else
-			appendBinaryStringInfo(&buf, open + 1, len);
-		appendStringInfoChar(&buf, '"');
-		p = close + 1;
+		if (strncmp(m, literal.data, literal.len) != 0)
+			break;
+		appendBinaryStringInfo(&out, literal.data, literal.len);
+		m += literal.len;
+		if (*p == '\0')
+		{
+			if (*m != '\0')
+				break;
+			return out.data;
+		}
+		if (translated || argument == first_hidden ||
+			(first_hidden == FROM_FIRST_QUOTED && p > format && p[-1] == '"'))
+		{
+			/* the rest from the format, each argument hidden */
+			append_format_hiding_arguments(&out, p);
+			return out.data;
+		}
+		/* an argument kept: up to where the next literal piece is */
+		p = format_literal(p + conversion_length(p), &literal);
+		if (literal.len == 0)
+		{
+			if (*p != '\0')
+				break;			/* two arguments in a row: no border */
+			appendStringInfoString(&out, m);
+			return out.data;
+		}
+		next = strstr(m, literal.data);
+		if (next == NULL)
+			break;
+		appendBinaryStringInfo(&out, m, next - m);
+		m = next;
 	}
-	appendStringInfoString(&buf, p);
-	return buf.data;
+	/* the message is not what its format makes: none of it is kept */
+	resetStringInfo(&out);
+	append_format_hiding_arguments(&out, format);
+	return out.data;
+}
+
+/*
+ * Where the message carries the statement amid its text (auto_explain's
+ * "Query Text:"), if it does, found without a search: the statement's
+ * first key word is then the message's first, so the statement can only
+ * begin that far before it.
+ */
+static const char *
+statement_amid(const char *message, const char *query, size_t query_len)
+{
+	size_t		message_len = strlen(message);
+	size_t		in_query = keyscan_find_key(query, query_len);
+	size_t		in_message = keyscan_find_key(message, message_len);
+	const char *start;
+
+	if (in_query == query_len || in_message == message_len || in_message < in_query)
+		return NULL;
+	start = message + (in_message - in_query);
+	if ((size_t) (message + message_len - start) < query_len ||
+		memcmp(start, query, query_len) != 0)
+		return NULL;
+	return start;
 }
 
 /* HIDDEN for a field that is there, always or when it mentions a key word */
 static char *
 hidden(char *field, bool always)
 {
-	if (field != NULL && (always || mentions_key(field)))
+	if (field != NULL && (always || field_mentions_key(field)))
 		return pstrdup(HIDDEN);
 	return field;
 }
@@ -122,15 +275,14 @@ hidden(char *field, bool always)
  * whether that statement mentions a key word.
  */
 static void
-hide_key(ErrorData *edata, const char *query, const char *statement,
-		 bool query_has_key)
+hide_key(ErrorData *edata, const char *query, size_t query_len,
+		 const char *statement, bool query_has_key)
 {
 	bool		hide_details;
 
 	edata->hide_stmt = true;
-	/* auto_explain's "Query Text:" puts the statement amid the message */
-	if (statement == NULL && query != NULL && *query != '\0' && edata->message != NULL)
-		statement = strstr(edata->message, query);
+	if (statement == NULL && query_has_key && edata->message != NULL)
+		statement = statement_amid(edata->message, query, query_len);
 	hide_details = statement != NULL ||
 		(query_has_key && (edata->message == NULL ||
 						   strcmp(edata->message, FLAKE_SECRET_REFUSED) != 0));
@@ -141,8 +293,7 @@ hide_key(ErrorData *edata, const char *query, const char *statement,
 								  edata->message, HIDDEN);
 	}
 	else if (edata->message != NULL && (edata->cursorpos > 0 || edata->internalpos > 0))
-		edata->message = without_quoted_pieces(edata->message, query,
-											   edata->internalquery);
+		edata->message = message_hiding_arguments(edata, FROM_FIRST_QUOTED);
 	edata->detail = hidden(edata->detail, hide_details);
 	edata->detail_log = hidden(edata->detail_log, hide_details);
 	edata->context = hidden(edata->context, true);
@@ -151,6 +302,22 @@ hide_key(ErrorData *edata, const char *query, const char *statement,
 		edata->internalquery = pstrdup(HIDDEN);
 		edata->internalpos = 0;
 	}
+}
+
+/*
+ * A configuration file's syntax error ends with the token it failed at:
+ * with flake.randflake_secret = 5ec0de... left unquoted, the value is
+ * split into tokens (a number and what follows it) and the report names
+ * the second, a piece of the key.  Nothing tells the secret's line from
+ * another, so the token goes in every such report; the file and the line
+ * stay, to find it by.
+ */
+static void
+hide_config_token(ErrorData *edata)
+{
+	edata->message = message_hiding_arguments(edata, 2);
+	if (edata->hint == NULL)
+		edata->hint = pstrdup("flake hides the token: it could be a piece of flake.randflake_secret, whose value must be quoted.");
 }
 
 /*
@@ -166,6 +333,10 @@ flake_emit_log(ErrorData *edata)
 	const char *statement = NULL;
 	bool		query_has_key;
 
+	if (edata->message != NULL && edata->message_id != NULL &&
+		strcmp(edata->message_id, CONFIG_SYNTAX_ERROR) == 0)
+		hide_config_token(edata);
+
 	/*
 	 * Statement logging ends the message with the statement: that part is
 	 * scanned once, as the statement, and of the message only what comes
@@ -178,14 +349,111 @@ flake_emit_log(ErrorData *edata)
 		message_len = Min(message_len, (size_t) (statement - edata->message) +
 						  KEYSCAN_LONGEST_WORD - 1);
 	}
-	query_has_key = query_len > 0 && keyscan_mentions_key(query, query_len);
+	query_has_key = query_len > 0 && mentions_key(query, query_len);
+	/* the message only by the key words: "execute <name>: ..." logs any */
 	if (query_has_key ||
 		(message_len > 0 && keyscan_mentions_key(edata->message, message_len)) ||
-		mentions_key(edata->detail) || mentions_key(edata->detail_log) ||
-		mentions_key(edata->context) || mentions_key(edata->internalquery))
-		hide_key(edata, query, statement, query_has_key);
+		field_mentions_key(edata->detail) || field_mentions_key(edata->detail_log) ||
+		field_mentions_key(edata->context) || field_mentions_key(edata->internalquery))
+		hide_key(edata, query, query_len, statement, query_has_key);
 	if (prev_emit_log_hook)
 		prev_emit_log_hook(edata);
+}
+
+/*
+ * The prepared statement an EXECUTE, EXPLAIN EXECUTE or CREATE TABLE AS
+ * EXECUTE runs, or NULL for other statements.
+ */
+static const char *
+executed_name(Node *stmt)
+{
+	while (stmt != NULL)
+	{
+		if (IsA(stmt, ExecuteStmt))
+			return ((ExecuteStmt *) stmt)->name;
+		else if (IsA(stmt, ExplainStmt))
+			stmt = ((ExplainStmt *) stmt)->query;
+		else if (IsA(stmt, CreateTableAsStmt))
+			stmt = ((CreateTableAsStmt *) stmt)->query;
+		else if (IsA(stmt, Query) && ((Query *) stmt)->commandType == CMD_UTILITY)
+			stmt = ((Query *) stmt)->utilityStmt;
+		else
+			return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Remember whether the prepared statement of that name, if there is one,
+ * names a key word.
+ */
+static void
+note_prepared(const char *name)
+{
+	PreparedStatement *prepared = FetchPreparedStatement(name, false);
+	const char *text = prepared != NULL ? prepared->plansource->query_string : NULL;
+
+	if (text !=NULL && keyscan_mentions_key(text, strlen(text)))
+	{
+		if (keyed_prepared == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = NAMEDATALEN;
+			ctl.entrysize = NAMEDATALEN;
+			keyed_prepared = hash_create("flake keyed prepared statements", 16, &ctl,
+										 HASH_ELEM | HASH_STRINGS);
+		}
+		hash_search(keyed_prepared, name, HASH_ENTER, NULL);
+	}
+	else if (keyed_prepared != NULL)
+		hash_search(keyed_prepared, name, HASH_REMOVE, NULL);
+}
+
+/* Forget a prepared statement dropped, or all of them (name NULL). */
+static void
+forget_prepared(const char *name)
+{
+	if (keyed_prepared == NULL)
+		return;
+	if (name != NULL)
+		hash_search(keyed_prepared, name, HASH_REMOVE, NULL);
+	else
+	{
+		hash_destroy(keyed_prepared);
+		keyed_prepared = NULL;
+	}
+}
+
+/*
+ * Follow the session's prepared statements: PREPARE, DEALLOCATE, DISCARD
+ * ALL, and EXECUTE, which also runs statements prepared through the
+ * protocol.  An executed statement is looked at before it runs, so that
+ * its errors are hidden too.
+ */
+static void
+flake_process_utility(PlannedStmt *pstmt, const char *queryString,
+					  bool readOnlyTree, ProcessUtilityContext context,
+					  ParamListInfo params, QueryEnvironment *queryEnv,
+					  DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	const char *executed = executed_name(stmt);
+
+	if (executed != NULL)
+		note_prepared(executed);
+	if (prev_process_utility_hook)
+		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+								  params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+	if (IsA(stmt, PrepareStmt))
+		note_prepared(((PrepareStmt *) stmt)->name);
+	else if (IsA(stmt, DeallocateStmt))
+		forget_prepared(((DeallocateStmt *) stmt)->name);
+	else if (IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL)
+		forget_prepared(NULL);
 }
 
 void
@@ -193,4 +461,6 @@ flake_log_filter_init(void)
 {
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = flake_emit_log;
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = flake_process_utility;
 }

@@ -17,11 +17,14 @@
  * The trigger's arguments are the log table's qualified name and the key
  * column's name.  The log is written directly, as the row's own table is, without
  * the privilege checks of an INSERT: the role that writes the table needs
- * no right on the log, and its code never runs.  So the log must be a
- * plain table of one column of the key's type, without indexes, owned by
- * the owner of the table: a trigger can write only into a table of the
- * same owner as its own table.  It is written in C because it runs for
- * every row the application writes during the migration.
+ * no right on the log, and its code never runs.  So the log must be one
+ * the migration made for this very table: a heap of one column of the
+ * key's type, without indexes, owned by the owner of the table, whose
+ * comment (which only that owner may set, as the migration's create step
+ * does) names the table's oid.  A role that may only create triggers on a
+ * table cannot point this one at another table of its owner.  It is
+ * written in C because it runs for every row the application writes
+ * during the migration.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,6 +35,9 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "commands/comment.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "utils/datum.h"
@@ -64,6 +70,7 @@ log_target(FunctionCallInfo fcinfo, Relation rel, Trigger *trigger)
 	int			attnum = 0;
 	Oid			logid = InvalidOid;
 	Relation	log;
+	char	   *comment = NULL;
 
 	if (target != NULL && target->trigger == trigger->tgoid)
 		return target;
@@ -77,18 +84,24 @@ log_target(FunctionCallInfo fcinfo, Relation rel, Trigger *trigger)
 	logid = RangeVarGetRelid(makeRangeVarFromNameList(flake_qualified_name_list(trigger->tgargs[0])),
 							 RowExclusiveLock, true);
 	log = OidIsValid(logid) ? table_open(logid, NoLock) : NULL;
+	if (log != NULL)
+		comment = GetComment(logid, RelationRelationId, 0);
 	if (log == NULL ||
 		log->rd_rel->relkind != RELKIND_RELATION ||
+		log->rd_rel->relam != HEAP_TABLE_AM_OID ||
 		log->rd_rel->relowner != rel->rd_rel->relowner ||
 		log->rd_rel->relhasindex ||
 		RelationGetDescr(log)->natts != 1 ||
 		TupleDescAttr(RelationGetDescr(log), 0)->atttypid !=
-		TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid)
+		TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid ||
+		comment == NULL ||
+		strcmp(comment, psprintf("flake_migrate_online: the log of %u", RelationGetRelid(rel))) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("trigger \"%s\" on \"%s\": flake_migrate_online_log() needs a log table and a key column",
 						trigger->tgname, RelationGetRelationName(rel)),
-				 errdetail("The log is a table of one column of the key's type, without indexes, with the table's owner.")));
+				 errdetail("The log is the one flake_migrate_online made for the table: a heap of one column of the key's type, "
+						   "without indexes, with the table's owner, marked as its log by its comment.")));
 	table_close(log, NoLock);
 
 	target = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(LogTarget));

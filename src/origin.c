@@ -106,6 +106,7 @@ flake_origin_check(void)
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+	pfree(servers.id);
 
 	if (missing != 0)
 		ereport(ERROR,

@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 
@@ -54,7 +55,7 @@ refuse(const char *name, const char *value, const char *detail)
 			 value ? errmsg("invalid value for parameter \"%s\": \"%s\"", name, value) :
 			 errmsg("invalid value for parameter \"%s\"", name),
 			 errdetail_internal("%s", detail),
-			 errhint("Correct it in postgresql.conf; flake does not start with a layout, node set or key other than the one configured.")));
+			 errhint("Correct it in postgresql.conf; flake does not start with a setting other than the one configured.")));
 }
 
 /*
@@ -123,6 +124,41 @@ flake_define_int(const char *name, const char *short_desc, const char *long_desc
 	(void) flake_strict_int(name, min, max, flags, &value);
 	DefineCustomIntVariable(name, short_desc, long_desc, var, boot, min, max,
 							context, flags, NULL, NULL, NULL);
+}
+
+/*
+ * Define an enum setting, after checking its value as given at start: a
+ * value that is none of the options is refused (see flake_strict_int),
+ * where PostgreSQL would warn and use the default.
+ */
+void
+flake_define_enum(const char *name, const char *short_desc, const char *long_desc,
+				  int *var, int boot, const struct config_enum_entry *options,
+				  GucContext context, int flags)
+{
+	const char *raw = GetConfigOption(name, true, false);
+
+	if (raw != NULL)
+	{
+		const struct config_enum_entry *option = options;
+		StringInfoData detail;
+
+		while (option->name != NULL && pg_strcasecmp(raw, option->name) != 0)
+			option++;
+		if (option->name == NULL)
+		{
+			initStringInfo(&detail);
+			appendStringInfo(&detail, "%s must be one of", name);
+			for (option = options; option->name != NULL; option++)
+				if (!option->hidden)
+					appendStringInfo(&detail, "%s %s", option == options ? "" : ",",
+									 option->name);
+			appendStringInfoChar(&detail, '.');
+			refuse(name, raw, detail.data);
+		}
+	}
+	DefineCustomEnumVariable(name, short_desc, long_desc, var, boot, options,
+							 context, flags, NULL, NULL, NULL);
 }
 
 /* Read exactly n decimal digits. */

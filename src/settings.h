@@ -22,6 +22,10 @@ extern bool flake_strict_int(const char *name, int min, int max, int flags,
 extern void flake_define_int(const char *name, const char *short_desc,
 							 const char *long_desc, int *var, int boot,
 							 int min, int max, GucContext context, int flags);
+extern void flake_define_enum(const char *name, const char *short_desc,
+							  const char *long_desc, int *var, int boot,
+							  const struct config_enum_entry *options,
+							  GucContext context, int flags);
 extern bool flake_parse_epoch(const char *str, int64 *unix_ms);
 
 /* Node lists, such as "0-511" or "3,8-15"; empty means every node. */

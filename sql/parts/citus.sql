@@ -22,16 +22,20 @@ BEGIN
 	RETURN QUERY EXECUTE $query$
 	WITH probe AS (
 		SELECT format('%s:%s', n.nodename, n.nodeport) AS node, r.success, r.result
+		-- run on each node in a session of its own, whose search_path is
+		-- that node's: every name qualified
 		FROM run_command_on_all_nodes($probe$
-			SELECT json_build_object(
-				'preloaded', 'flake' = ANY (string_to_array(replace(current_setting('shared_preload_libraries'), ' ', ''), ',')),
-				'version', (SELECT extversion FROM pg_extension WHERE extname = 'flake'),
-				'group', (SELECT groupid FROM pg_dist_local_group),
-				'epoch', current_setting('flake.epoch', true),
-				'node_bits', current_setting('flake.node_bits', true)::int,
-				'sequence_bits', current_setting('flake.sequence_bits', true),
-				'nodes', current_setting('flake.nodes', true),
-				'randflake_nodes', current_setting('flake.randflake_nodes', true),
+			SELECT pg_catalog.json_build_object(
+				'preloaded', 'flake' OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.replace(
+					pg_catalog.current_setting('shared_preload_libraries'), ' ', ''), ',')),
+				'version', (SELECT e.extversion FROM pg_catalog.pg_extension e
+							WHERE e.extname OPERATOR(pg_catalog.=) 'flake'),
+				'group', (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g),
+				'epoch', pg_catalog.current_setting('flake.epoch', true),
+				'node_bits', pg_catalog.current_setting('flake.node_bits', true)::pg_catalog.int4,
+				'sequence_bits', pg_catalog.current_setting('flake.sequence_bits', true),
+				'nodes', pg_catalog.current_setting('flake.nodes', true),
+				'randflake_nodes', pg_catalog.current_setting('flake.randflake_nodes', true),
 				'fingerprint', @extschema@.randflake_key_fingerprint())
 		$probe$) r
 		JOIN pg_dist_node n ON n.nodeid = r.nodeid

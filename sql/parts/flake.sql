@@ -237,10 +237,14 @@ CREATE FUNCTION randflake_decode(id bigint, OUT ts timestamptz, OUT node integer
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 REVOKE EXECUTE ON FUNCTION randflake_decode(bigint) FROM PUBLIC;
 COMMENT ON FUNCTION randflake_decode(bigint) IS 'time, node and sequence of a Randflake id, decrypted with the server''s secret';
+-- with a key given: STABLE, not IMMUTABLE, although the result depends on
+-- the arguments alone, so that no index, generated column or partition key
+-- can keep a key written in the expression: pg_indexes and pg_dump
+-- --schema-only show such expressions to every role.
 CREATE FUNCTION randflake_decode(id bigint, secret bytea, OUT ts timestamptz, OUT node integer, OUT sequence integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME', 'randflake_decode_key'
-	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION randflake_decode(bigint, bytea) IS 'time, node and sequence of a Randflake id, decrypted with the given 16-byte key';
 
 -- the fingerprint of a key (first 4 bytes of HMAC-SHA256(key, 'flake
@@ -289,15 +293,18 @@ COMMENT ON COLUMN flake_leases.holders IS 'the number of backends that share the
 -- for monitoring roles, as pg_stat_statements' and pg_buffercache's views:
 -- the counts show how many ids every role's backends make, and the pids
 -- which backends; pg_monitor members read it, other roles are refused
+-- (granted in privileges.sql)
 REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION flake_lease_info() TO pg_monitor;
-GRANT SELECT ON flake_leases TO pg_monitor;
 
 -- The servers (system identifiers) this database was created on: pg_dump
 -- dumps the rows and pg_upgrade keeps the table, so a database carried to
 -- another server names the server whose flake.hwm and flake.rekeys (which
 -- stay in its data directory) hold the state of the ids in it; flake
--- refuses to generate until the new server has taken them over.
+-- refuses to generate until the new server has taken them over.  Every
+-- role reads it (granted in privileges.sql): pg_dump reads the rows of
+-- every role that may dump the database, and they are system identifiers,
+-- which pg_control_system() shows every role.  Only the extension's owner
+-- writes it.
 CREATE TABLE flake_origin (system_identifier bigint NOT NULL);
 COMMENT ON TABLE flake_origin IS 'the servers (system identifiers) whose ids this database may hold: flake generates only where flake.hwm covers them all';
 COMMENT ON COLUMN flake_origin.system_identifier IS 'the system identifier of a server (pg_control_system()) whose ids this database may hold';
@@ -316,9 +323,40 @@ COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication bring
 -- migration (sql/parts/migrate.sql, migrate_online.sql), which users do
 -- not call: out of the extension's schema, so that \df flake* lists what
 -- users call.  The owners' sessions call them (flake_migrate() is SECURITY
--- INVOKER), hence USAGE for PUBLIC; CREATE is the extension owner's alone.
+-- INVOKER), hence USAGE for PUBLIC (granted in privileges.sql); CREATE is
+-- the extension owner's alone.
 ------------------------------------------------------------------------
 
 CREATE SCHEMA flake_internal;
 COMMENT ON SCHEMA flake_internal IS 'internal helpers of flake_migrate() and the online migration; not for direct use';
-GRANT USAGE ON SCHEMA flake_internal TO PUBLIC;
+-- flake_origin under logical replication.  It is a table of the database,
+-- so a publication of all tables (or of the extension's schema) publishes
+-- it, and a subscriber's initial copy and apply would add the publisher's
+-- server to the subscriber's flake_origin: that server's ids are the
+-- publisher's to guard (its nodes are its own), yet the subscriber would
+-- refuse to generate until it took over the publisher's files.  So the rows
+-- a subscription's workers write into it are skipped (the table describes
+-- the database it is in, and is carried by pg_dump and pg_upgrade as
+-- before), and the whole row is its replica identity, so that deleting the
+-- row of a server (see the README) works where a publication publishes
+-- deletes.  An upgrade replaces the function, never drops it: the trigger
+-- uses it.
+CREATE FUNCTION flake_internal.flake_origin_local() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF EXISTS (SELECT FROM pg_stat_subscription s WHERE s.pid = pg_backend_pid()) THEN
+		RETURN NULL;
+	END IF;
+	IF TG_OP = 'DELETE' THEN
+		RETURN OLD;
+	END IF;
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION flake_internal.flake_origin_local() IS
+	'trigger of flake_origin: skip the rows a subscription''s workers write, which are another server''s';
+CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_origin
+	FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_origin_local();
+ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;

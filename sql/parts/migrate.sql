@@ -1256,7 +1256,7 @@ CREATE FUNCTION flake_internal.flake_migrate_lookup(map regclass, old_id bigint)
 COMMENT ON FUNCTION flake_internal.flake_migrate_lookup(regclass, bigint) IS 'the new id of old_id in a flake_migrate() mapping table, or old_id when it lists none';
 
 --
--- flake_migrate()'s arguments, checked.
+-- flake_migrate()'s arguments, and the isolation level it runs at, checked.
 --
 CREATE FUNCTION flake_internal.flake_migrate_arguments(tbl regclass, col name, generator text, dry_run boolean, undatable text)
 	RETURNS void
@@ -1281,6 +1281,17 @@ BEGIN
 	IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND c.relkind IN ('r', 'p')) THEN
 		RAISE EXCEPTION '% is not a table', tbl
 			USING ERRCODE = 'wrong_object_type';
+	END IF;
+	-- the tables are read once they are locked, as a statement at READ
+	-- COMMITTED sees them; a transaction snapshot (REPEATABLE READ,
+	-- SERIALIZABLE) is older than the locks, and would miss the rows
+	-- committed while they were awaited: a rekey left them their old ids
+	IF current_setting('transaction_isolation') <> 'read committed' THEN
+		RAISE EXCEPTION 'flake_migrate runs only at the READ COMMITTED isolation level, not %',
+						upper(current_setting('transaction_isolation'))
+			USING ERRCODE = 'feature_not_supported',
+				  DETAIL = 'It reads the tables once it holds their locks; this transaction''s snapshot is older, and rows committed while it waited for them would be missed.',
+				  HINT = 'Run it in a transaction at READ COMMITTED: BEGIN ISOLATION LEVEL READ COMMITTED, or SET default_transaction_isolation = ''read committed'' first.';
 	END IF;
 END
 $$;

@@ -11,13 +11,14 @@
  * Each input is used two ways, each copied to a heap block of exactly its
  * length (so ASan reports any read past the end):
  *
- * 1. Raw: keyscan_mentions_key must answer as a slow reference search
- *	  written from the specification (randflake_secret, randflake_decode
- *	  or randflake_key, ASCII letters in any case).
+ * 1. Raw: keyscan_find_key must give the offset a slow reference search
+ *	  written from the specification gives (the first randflake_secret,
+ *	  randflake_decode or randflake_key, ASCII letters in any case), and
+ *	  keyscan_mentions_execute the reference's answer.
  * 2. Planted: the first two bytes choose a word and a position; the word
  *	  is written there (in the case pattern of the third byte), and the
- *	  scan must find it, and agree with the reference on the text cut
- *	  short one byte before the word's end.
+ *	  scan must find it there or before, and agree with the reference on
+ *	  the text cut short one byte before the word's end.
  *
  * Any failed check aborts, which libFuzzer reports as a crash with the
  * input that caused it.
@@ -39,17 +40,20 @@ fail(const char *what, const char *bytes, size_t len)
 	abort();
 }
 
-/* The scan on an exact heap copy, against the reference. */
-static int
+/* The scans on an exact heap copy, against the reference. */
+static size_t
 check_text(const char *bytes, size_t len)
 {
-	int			expected;
-	int			found = scan_exact_copy(bytes, len, &expected);
+	ScanAnswers found;
+	ScanAnswers expected;
 
-	if (found != expected)
-		fail(found ? "found a word the reference does not" :
+	scan_exact_copy(bytes, len, &found, &expected);
+	if (found.key != expected.key)
+		fail(found.key < expected.key ? "found a word before the reference's first" :
 			 "missed a word the reference finds", bytes, len);
-	return found;
+	if (found.execute != expected.execute)
+		fail("execute: not the reference's answer", bytes, len);
+	return found.key;
 }
 
 int
@@ -80,7 +84,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bytes[at + k] = (k < 8 && (data[2] >> k & 1) && word[k] >= 'a' && word[k] <= 'z') ?
 			(char) (word[k] - 'a' + 'A') : word[k];
 
-	if (!check_text(bytes, size))
+	if (check_text(bytes, size) > at)
 		fail("missed a planted word", bytes, size);
 	check_text(bytes, at + n - 1);
 	free(bytes);

@@ -1,7 +1,8 @@
 # Without shared_preload_libraries: CREATE EXTENSION warns, in the session
 # and in the server log; the ulidflake type works and ulidflake_next() keeps
 # its state per backend; flake_next() and randflake_next() refuse with a
-# hint to add flake to the libraries already listed; decoders work.
+# hint to add flake to the libraries already listed; decoders work;
+# flake.serial_default changes nothing.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -65,6 +66,15 @@ is( $node->safe_psql('postgres', q{
 			   randflake_encode(4594531474933654033), randflake_parse('3vgoe12ccb8gh')}),
 	'("2024-12-09 01:04:57+00",42,1)|("2024-12-09 01:04:57+00",42,1)|3vgoe12ccb8gh|4594531474933654033',
 	'randflake decoding (with the server secret too) and text form work');
+
+# flake.serial_default acts only where flake is preloaded: a session that
+# loaded the library later still makes PostgreSQL's sequences
+is( $node->safe_psql('postgres', q{
+		SELECT flake_node();
+		SET flake.serial_default = 'flake_next';
+		CREATE TABLE keyed (id bigserial);
+		SELECT pg_get_serial_sequence('keyed', 'id')}),
+	"\npublic.keyed_id_seq", 'flake.serial_default changes nothing without preloading');
 
 $node->stop;
 done_testing();

@@ -47,6 +47,7 @@ my @bad = (
 	[ "flake.epoch = 'tomorrow'", invalid('flake.epoch', 'tomorrow', 'flake.epoch must be a UTC timestamp') ],
 	[ "flake.epoch = '2021-02-29'", invalid('flake.epoch', '2021-02-29', 'flake.epoch must be a UTC timestamp') ],
 	[ "flake.epoch = '$future'", invalid('flake.epoch', $future, 'flake.epoch must not be later than the system clock.') ],
+	[ "flake.serial_default = 'flake'", invalid('flake.serial_default', 'flake', 'flake.serial_default must be one of off, flake_next, randflake_next.') ],
 	# the secret is refused without being shown
 	[ "flake.randflake_secret = '${secret}0'", qr/FATAL:  22023: invalid value for parameter "flake.randflake_secret"\n.*DETAIL:  The secret must be 32 hexadecimal digits \(16 bytes\); the value given has 33 characters./ ],
 	[ "flake.randflake_secret = ' $secret'", qr/FATAL:  22023: invalid value for parameter "flake.randflake_secret"\n/ ],
@@ -69,10 +70,12 @@ foreach my $case (@bad)
 unlike(slurp_file($node->logfile), qr/$secret/, 'the log never shows the secret');
 
 open my $fh, '>', $node->data_dir . '/postgresql.conf' or die $!;
-print $fh $conf . "flake.epoch = '2020-01-01 00:00:00+00'\nflake.node_bits = 4\nflake.sequence_bits = 8\nflake.nodes = '3,8-9'\nflake.max_borrow = '2s'\nflake.randflake_secret = '$secret'\n";
+print $fh $conf . "flake.epoch = '2020-01-01 00:00:00+00'\nflake.node_bits = 4\nflake.sequence_bits = 8\nflake.nodes = '3,8-9'\nflake.max_borrow = '2s'\nflake.randflake_secret = '$secret'\nflake.serial_default = 'randflake_next'\n";
 close $fh;
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION flake');
+is($node->safe_psql('postgres', 'SHOW flake.serial_default'), 'randflake_next',
+	'a valid flake.serial_default in postgresql.conf is taken');
 
 is( $node->safe_psql('postgres', q{
 		SET timezone = 'UTC';

@@ -81,6 +81,42 @@ $node->poll_query_until('postgres', 'SHOW log_statement', 'none') or die 'reload
 $node->psql('postgres', "ALTER SYSTEM SET flake.randflake_secret = '" . key() . "'");
 $node->safe_psql('postgres', "SELECT 'another ordinary statement'");
 
+# EXECUTE of a statement prepared with a key word (issue 27): the key is in
+# EXECUTE's arguments, which the prepared text does not hold; logged for its
+# duration, by the STATEMENT line of its error or timeout (also with the
+# default log_min_error_statement), by EXPLAIN and CREATE TABLE AS, in a
+# parameter's error with a position, and run by PL/pgSQL's dynamic EXECUTE
+# (context and internal query).  Once the statements are deallocated,
+# statements that say execute are logged as usual again.
+my @executed = map { key() } 1 .. 8;
+$node->psql('postgres', qq{
+SELECT 'execute me: nothing is prepared yet';
+PREPARE keyed(bytea, int) AS SELECT randflake_decode(1, \$1), 1 / \$2;
+PREPARE keyed_sleep(bytea) AS SELECT randflake_decode(1, \$1), pg_sleep(5);
+SELECT 'ordinary while keyed statements are prepared';
+EXECUTE keyed('\\x$executed[0]', 1);
+EXECUTE keyed('\\x$executed[1]', 0);
+SET statement_timeout = '100ms';
+EXECUTE keyed_sleep('\\x$executed[2]');
+RESET statement_timeout;
+EXPLAIN ANALYZE EXECUTE keyed('\\x$executed[3]', 1);
+CREATE TABLE keyed_copy AS EXECUTE keyed('\\x$executed[4]', 0);
+EXECUTE keyed('\\x$executed[5]zz', 1);
+EXECUTE keyed('\\x$executed[6]', 1, 2);
+DO \$\$BEGIN EXECUTE 'EXECUTE keyed(''\\x$executed[7]'', 0)'; END\$\$;
+DEALLOCATE keyed;
+DEALLOCATE keyed_sleep;
+SELECT 'execute me: nothing is prepared any more';
+}, on_error_stop => 0);
+# the extended protocol: the key as a bound parameter of a named prepared
+# statement, whose error logs the parameters (log_parameter_max_length_on_error)
+my $prepared_script = $node->basedir . '/decode.sql';
+append_to_file($prepared_script, "SELECT randflake_decode(1, :key::bytea), 1 / :zero;\n");
+my $bound_prepared = key();
+$node->command_fails([ 'pgbench', '-n', '-M', 'prepared', '-t', '1', '-D', "key=\\x$bound_prepared",
+	'-D', 'zero=0', '-f', $prepared_script, 'postgres' ],
+	'pgbench runs its prepared statement, which fails');
+
 # a key in the detail of an error: the value a statement with a key word
 # violates a unique index with
 $node->safe_psql('postgres', 'CREATE TABLE keys (k bytea PRIMARY KEY)');
@@ -164,6 +200,16 @@ like($log, qr/LOG:  execute <unnamed>: <hidden by flake: it mentions a Randflake
 	'an extended-protocol statement and its parameters are hidden');
 like($log, qr/ERROR:  column "\.\.\." does not exist/, 'a piece of the statement quoted in an error is hidden');
 unlike($log, qr/STATEMENT:  .*randflake/i, 'no STATEMENT line shows such a statement');
+like($log, qr/statement: SELECT 'execute me: nothing is prepared yet'/,
+	'a statement that says execute is logged in a session without keyed prepared statements');
+like($log, qr/statement: SELECT 'ordinary while keyed statements are prepared'/,
+	'and other statements while it has some');
+like($log, qr/statement: SELECT 'execute me: nothing is prepared any more'/,
+	'and again once they are deallocated');
+like($log, qr/ERROR:  canceling statement due to statement timeout\n(?![^\n]*STATEMENT)/,
+	'the timeout of an EXECUTE is logged without its statement');
+like($log, qr/ERROR:  invalid hexadecimal digit: "\.\.\." at character \d+\n(?![^\n]*STATEMENT)/,
+	'an EXECUTE argument\'s error with a position is logged without the argument or the statement');
 like($log, qr/ERROR:  duplicate key value violates unique constraint "keys_pkey"\n[^\n]*DETAIL:  <hidden/,
 	'the detail of an error in a statement with a key is hidden');
 like($log, qr/ERROR:  division by zero\n[^\n]*CONTEXT:  <hidden/, 'a context with a key is hidden');

@@ -2,6 +2,7 @@
 # the postmaster, with short fingerprints of the old and the new key (the
 # first 4 bytes of HMAC-SHA256(key, "flake randflake key fingerprint")),
 # never with the keys; the key in force at start is recorded the same way.
+# Nor does a syntax error in the file show a piece of a key left unquoted.
 use strict;
 use warnings;
 use Digest::SHA qw(hmac_sha256_hex);
@@ -48,7 +49,18 @@ reload_until(fingerprint($new));
 $node->append_conf('postgresql.conf', "flake.randflake_secret = ''\n");
 reload_until('');
 
+# A secret left unquoted that begins with a digit is a syntax error, whose
+# report names the token after the number the lexer takes from its start:
+# a piece of the key.  The report keeps the file and the line.
+my $unquoted = '1a2345678901234567890123456789ab';
+my $offset = -s $node->logfile;
+$node->append_conf('postgresql.conf', "flake.randflake_secret = $unquoted\n");
+$node->reload;
+$node->wait_for_log(qr/configuration file ".*" contains errors; no changes were applied/, $offset);
+
 my $log = slurp_file($node->logfile);
+like($log, qr/LOG:  syntax error in file ".*postgresql\.conf" line \d+, near token "\.\.\."\n.*HINT:  flake hides the token/,
+	'a syntax error in the configuration file is logged with its file and line, without the token');
 my ($fp_old, $fp_new) = (fingerprint($old), fingerprint($new));
 my @start = $log =~ /LOG:  flake.randflake_secret has key fingerprint $fp_old\n/g;
 is(scalar @start, 1, 'the key in force at start is logged by its fingerprint');
@@ -59,9 +71,9 @@ is_deeply(\@changes,
 	'each change is logged once, with both fingerprints');
 like($log, qr/DETAIL:  Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, .*\n.*HINT:  Decode ids made before with randflake_decode\(id, '\\x<old key>'\)/,
 	'the log says what a change means');
-foreach my $key ($old, $new)
+foreach my $key ($old, $new, $unquoted)
 {
-	my $piece = substr($key, 0, 8);
+	my $piece = substr($key, 2, 8);
 	unlike($log, qr/$piece/i, "no part of key $piece... is in the log");
 }
 

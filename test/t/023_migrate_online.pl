@@ -20,20 +20,12 @@ my $node = flake_cluster('online',
 	"flake.nodes = '0-1015'\nflake.randflake_nodes = '0-1015'\nflake.randflake_secret = '$flake_secret'\n");
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION flake');
-my $client = $node->config_data('--bindir') . '/flake_migrate_online';
 my $db = $node->connstr('postgres');
 my $pg_dump = $node->config_data('--bindir') . '/pg_dump';
 
 # The command, as the user postgres (or with user => ROLE): exit code,
 # stdout, stderr.
-sub online
-{
-	my ($args, %opt) = @_;
-	my ($out, $err) = ('', '');
-	my $conn = $db . (defined $opt{user} ? " user=$opt{user}" : '');
-	IPC::Run::run([ $client, '-d', $conn, @$args ], '>', \$out, '2>', \$err);
-	return ($? >> 8, $out, $err);
-}
+sub online { my ($args, %opt) = @_; return online_run($node, $args, %opt); }
 
 # Tables in schema $s and $s_sales, with $n orders: a composite foreign
 # key, an also => column, a check, an index with INCLUDE, grants,
@@ -87,28 +79,10 @@ sub schema_of
 
 # A session that holds a lock until released: the command waits in the
 # phase that needs it, and is stopped there.
-sub hold
-{
-	my ($lock) = @_;
-	my ($in, $out) = ("BEGIN; $lock; SELECT 'held';\n", '');
-	my $h = IPC::Run::start([ 'psql', '-XAtq', '-d', $db ], '<', \$in, '>', \$out, '2>', \my $err);
-	$h->pump until $out =~ /held/;
-	return sub { $in .= "ROLLBACK;\n\\q\n"; eval { $h->finish }; };
-}
+sub hold { return online_hold($node, @_); }
 
 # The command started with @args, once it waits for a lock in $phase.
-sub start_waiting
-{
-	my ($phase, @args) = @_;
-	my ($o, $e) = ('', '');
-	my $h = IPC::Run::start([ $client, '-d', $db, @args ], '>', \$o, '2>', \$e);
-	$node->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_stat_activity
-										   WHERE application_name = 'flake_migrate_online' AND wait_event_type = 'Lock'})
-	  or die "the command does not wait: $o $e";
-	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-	$h->pump_nb until $o =~ /\($phase: [^\n]*\n(  [^\n]*\n)*\z/ || time > $deadline;
-	return ($h, \$o, \$e);
-}
+sub start_waiting { my ($phase, @args) = @_; return online_start($node, \@args, phase => $phase); }
 
 $node->safe_psql('postgres', q{CREATE FUNCTION keep() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END'});
 make_tables('app', 2000);
@@ -394,6 +368,9 @@ is($rc, 0, '--help exits 0');
 like($out, qr/Exit codes: 0 done/, '--help lists the exit codes');
 ($rc) = online([ '--bogus' ]);
 is($rc, 2, 'a bad option: exit code 2');
+($rc, undef, $err) = online([ '-t', 'eves', '-g', 'serial_next' ]);
+is($rc, 2, 'an unknown generator: exit code 2');
+like($err, qr/invalid generator "serial_next": flake_next, randflake_next or ulidflake_next/, 'naming the generators');
 
 $node->stop;
 done_testing();

@@ -103,6 +103,61 @@ foreach my $version (@released)
 		"updated from $version: the same member objects with the same function definitions");
 }
 
+# Default privileges of the role that installs or updates the extension
+# (issue 27): ALTER DEFAULT PRIVILEGES ... GRANT ALL ON TABLES, FUNCTIONS,
+# SCHEMAS and TYPES gave another role what flake gives none but its owner:
+# writing flake_origin (its DELETE drops the upgrade protection), creating
+# functions in flake_internal beside the helpers, and the functions and
+# view revoked from PUBLIC.  A fresh install under them has the privileges
+# of one without, and after an update of 1.2 installed under them the role
+# has none of those either.
+my $beyond_public = q{
+	SELECT concat_ws(', ',
+		CASE WHEN has_table_privilege('app', 'flake_origin', 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+			 THEN 'writes flake_origin' END,
+		CASE WHEN has_table_privilege('app', 'flake_leases', 'SELECT') THEN 'reads flake_leases' END,
+		CASE WHEN has_schema_privilege('app', 'flake_internal', 'CREATE') THEN 'creates in flake_internal' END,
+		(SELECT string_agg(f, ', ' ORDER BY f) FROM unnest(ARRAY['randflake_decode(bigint)', 'randflake_key_fingerprint()',
+				'flake_lease_info()', 'flake_rekey_claim(regclass,name,boolean)', 'flake_citus_check()']) f
+		 WHERE has_function_privilege('app', f, 'EXECUTE')))};
+$node->safe_psql('postgres', 'CREATE ROLE app');
+foreach my $version (undef, '1.2')
+{
+	my $db = defined $version ? 'defaults_1_2' : 'defaults_fresh';
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, q{
+		ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO app;
+		ALTER DEFAULT PRIVILEGES GRANT ALL ON FUNCTIONS TO app;
+		ALTER DEFAULT PRIVILEGES GRANT ALL ON SCHEMAS TO app;
+		ALTER DEFAULT PRIVILEGES GRANT ALL ON TYPES TO app;
+		ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT INSERT, DELETE ON TABLES TO PUBLIC;
+	} . (defined $version ? "CREATE EXTENSION flake VERSION '$version'; ALTER EXTENSION flake UPDATE"
+		: 'CREATE EXTENSION flake'));
+	is($node->safe_psql($db, $beyond_public), '',
+		(defined $version ? "updated from $version" : 'installed') . ' under default privileges: the role they grant to has none of the privileges flake keeps');
+	# (an ACL that equals the built-in default is written out)
+	(my $privileges = $node->safe_psql($db, $catalog)) =~ s/acl \{=([XU])\/(\w+),\2=\1\/\2\}$/acl default/mg;
+	is($privileges, $fresh_catalog, 'installed under default privileges: the privileges of an install without them')
+	  unless defined $version;
+}
+
+# randflake_decode(bigint, bytea) is stable from 1.3, so that no index
+# keeps a key, which pg_indexes shows every role: an index (or generated
+# column) of 1.2 that uses it would not be restored from a dump, so the
+# update refuses, naming it, until it is dropped
+$node->safe_psql('postgres', 'CREATE DATABASE keyed');
+$node->safe_psql('keyed', q{
+	CREATE EXTENSION flake VERSION '1.2';
+	CREATE TABLE invites (id bigint);
+	CREATE INDEX invites_made ON invites (((randflake_decode(id, '\x000102030405060708090a0b0c0d0e0f'::bytea)).ts));
+});
+my ($ret, $stdout, $stderr) = $node->psql('keyed', 'ALTER EXTENSION flake UPDATE');
+like($stderr, qr/ERROR:  randflake_decode\(bigint, bytea\) is used where only immutable functions may be: index invites_made\n.*\n.*HINT:  Drop these objects/,
+	'an index of 1.2 on randflake_decode(id, key): the update refuses, naming it');
+$node->safe_psql('keyed', 'DROP INDEX invites_made; ALTER EXTENSION flake UPDATE');
+is($node->safe_psql('keyed', q{SELECT extversion FROM pg_extension WHERE extname = 'flake'}),
+	$current, 'once it is dropped, the update goes through');
+
 # An online migration left unfinished by 1.2 keeps its triggers through the
 # update: the upgrade replaces the two trigger functions, never drops them.
 $node->safe_psql('postgres', 'CREATE DATABASE unfinished');
@@ -110,6 +165,8 @@ $node->safe_psql('unfinished', q{
 	CREATE EXTENSION flake VERSION '1.2';
 	CREATE TABLE items (id serial PRIMARY KEY);
 	CREATE TABLE items__flake_log (id integer);
+	-- marked as its log, as 1.2's create step marks it
+	DO $$ BEGIN EXECUTE format('COMMENT ON TABLE items__flake_log IS %L', 'flake_migrate_online: the log of ' || 'items'::regclass::oid); END $$;
 	CREATE TRIGGER items__flake_log AFTER INSERT OR UPDATE OR DELETE ON items
 		FOR EACH ROW EXECUTE FUNCTION flake_internal.flake_migrate_online_log('public.items__flake_log', 'id');
 	CREATE TRIGGER items__flake_truncate BEFORE TRUNCATE ON items

@@ -4,7 +4,9 @@
 # refuses to generate and to claim (55000, with the hint to copy the files)
 # until the files are copied over and taken over; then every family
 # continues above every id issued before, and a rekey of the same times
-# gets another node.
+# gets another node.  The owner of a database, not a superuser, dumps it
+# too, flake_origin with it.  A server takes over the files of any number
+# of servers; a damaged import stops it, with a hint.
 # Both within the host's major, as pg_upgrade's own tests do.
 use strict;
 use warnings;
@@ -112,6 +114,20 @@ $old->safe_psql('postgres', q{
 generate($old, 'postgres', 'before');
 my $dump = $old->basedir . '/dump.sql';
 $old->command_ok([ 'pg_dump', '-d', $old->connstr('postgres'), '-f', $dump ], 'pg_dump');
+# the owner of a database, not a superuser, dumps it: flake_origin is
+# extension configuration, dumped, so it reads it (before 1.3, only the
+# extension's owner could: pg_dump failed)
+$old->safe_psql('postgres', 'CREATE ROLE dbowner LOGIN; CREATE DATABASE owned OWNER dbowner');
+$old->safe_psql('owned', q{
+	CREATE EXTENSION flake;
+	SET ROLE dbowner;
+	CREATE TABLE things (id bigint PRIMARY KEY DEFAULT flake_next(), name text);
+	INSERT INTO things (name) VALUES ('one'), ('two');
+});
+my $owned_dump = $old->basedir . '/owned.sql';
+$old->command_ok([ 'pg_dump', '-d', $old->connstr('owned') . ' user=dbowner', '-f', $owned_dump ],
+	'pg_dump by the database\'s owner, not a superuser');
+my $old_system = $old->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()');
 $old->stop;
 
 # pg_upgrade into a new cluster
@@ -147,15 +163,80 @@ generate($restored, 'postgres', 'before');
 $restored->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $restored->connstr('copy'), '-f', $dump ],
 	'the dump restored');
 refused($restored, 'copy', 'after a restore');
+$restored->safe_psql('postgres', 'CREATE ROLE dbowner LOGIN; CREATE DATABASE owned OWNER dbowner');
+$restored->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $restored->connstr('owned'), '-f', $owned_dump ],
+	'the owner\'s dump restored');
+is($restored->safe_psql('owned', "SELECT count(*) FROM flake_origin WHERE system_identifier = $old_system"),
+	'1', 'the owner\'s dump carries the old server in flake_origin');
+my ($ret, $stdout, $stderr) = $restored->psql('owned', "INSERT INTO things (name) VALUES ('three')");
+like($stderr, qr/ERROR:  this database holds ids of another server/,
+	'after the owner\'s dump is restored: generating is refused');
 $restored->stop;
 take_over($old, $restored, 'copy', 'a restore');
 $restored->start;
+is($restored->safe_psql('owned', "INSERT INTO things (name) VALUES ('three'); SELECT count(DISTINCT id) FROM things"),
+	'3', 'the owner\'s database generates once the files are taken over');
 generate($restored, 'postgres', 'after');
 is(reissued($restored, 'postgres', 'after'), 'flake 0, randflake 0, ulidflake 0',
 	'and none of its own ids either');
 is( $restored->safe_psql('postgres', q{
 		SELECT string_agg(DISTINCT flake_node(id)::text, ',') FROM orders}),
 	'1016', 'its own rekey kept its node');
+
+# A server that takes over the files of many servers, one after another
+# (issue 27): flake.hwm names every one of them, beyond the 13 that 1.2's
+# format holds (before, the 14th import logged that it took over, but
+# flake.hwm dropped the server, and a database with its ids was refused
+# for good).  Each import is a flake.hwm as 1.2 writes it, of a server
+# that issued no id; the database many names them all in flake_origin,
+# as restoring a dump of each into it would.
+sub hwm_of
+{
+	my ($writer) = @_;
+	my $file = pack('L<L<q<q<q<Q<L<L<', 0x464C4B34, 0, 0, 0, 0, $writer, 0, 0) . ("\0" x (13 * 8));
+	return $file . pack('L<L<', crc32c($file), 0);
+}
+$restored->safe_psql('postgres', 'CREATE DATABASE many');
+$restored->safe_psql('many', 'CREATE EXTENSION flake');
+my @refused;
+foreach my $writer (map { 7400000000000000000 + $_ } 1 .. 15)
+{
+	$restored->stop;
+	my $import = $restored->data_dir . '/flake.hwm.import';
+	open my $fh, '>', $import or die "could not write $import: $!";
+	binmode $fh;
+	print $fh hwm_of($writer);
+	close $fh;
+	$restored->start;
+	$restored->safe_psql('many', "INSERT INTO flake_origin VALUES ($writer)");
+	my ($ret, $stdout, $stderr) = $restored->psql('many', 'SELECT flake_next() > 0');
+	push @refused, $writer unless $stdout eq 't';
+}
+is(scalar(() = slurp_file($restored->logfile) =~ /flake took over the marks of "flake.hwm.import"/g),
+	16, 'every import is taken over');
+is(join(', ', @refused), '', 'after each of 15 imports, the database with ids of all of them generates');
+$restored->restart;
+is($restored->safe_psql('many', 'SELECT flake_next() > 0'), 't', 'and after a restart');
+my $hwm = slurp_file($restored->data_dir . '/flake.hwm');
+is(unpack('L<', $hwm), 0x464C4B35, 'flake.hwm is in the format that names any number of servers ("FLK5")');
+is(length($hwm), 40 + 16 * 8 + 4, 'naming the old server and the 15 others');
+
+# a damaged import stops the server at start, saying what to do
+foreach my $file ('flake.hwm', 'flake.rekeys')
+{
+	$restored->stop;
+	my $import = $restored->data_dir . "/$file.import";
+	open my $fh, '>', $import or die "could not write $import: $!";
+	print $fh 'not a file of flake';
+	close $fh;
+	my $offset = -s $restored->logfile;
+	ok(!$restored->start(fail_ok => 1), "a damaged $file.import: the server does not start");
+	like(substr(slurp_file($restored->logfile), $offset),
+		qr/FATAL:  flake [a-z -]+ file "\Q$file\E.import" is damaged\n(?:.*\n)*?.*HINT:  Copy \Q$file\E of the old server \(stopped\) to "\Q$file\E.import" again\./,
+		"and its log says to copy $file again");
+	unlink $import or die "could not remove $import: $!";
+	$restored->start;
+}
 $restored->stop;
 
 done_testing();

@@ -76,18 +76,6 @@ $clock->set('+0');
 $victim->quit;
 
 # 3. upgrades from the releases that wrote "FLK2" and "FLK3"
-sub crc32c
-{
-	my ($data) = @_;
-	my $crc = 0xFFFFFFFF;
-	for my $byte (unpack('C*', $data))
-	{
-		$crc ^= $byte;
-		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
-	}
-	return $crc ^ 0xFFFFFFFF;
-}
-
 my $hwm = $node->data_dir . '/flake.hwm';
 my $sysid = $node->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()');
 

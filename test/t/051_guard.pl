@@ -10,6 +10,10 @@
 # updated on B come back to A as updates carrying A's own ids in all three
 # families: they pass.  An update on B that changes a key to another id of
 # A's nodes is refused on A.
+#
+# A subscription named like a Citus shard move's, owned by a role named
+# like Citus's for it, on a server without Citus, is guarded as any other
+# (issue 27).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -57,6 +61,37 @@ foreach my $table (sort keys %tables)
 	like(slurp_file($subscriber->logfile), $expected{$table}, "$table: the replicated row is refused, naming the node and this server's range");
 	is($subscriber->safe_psql('postgres', "SELECT count(*) FROM $table"), '0', "$table: no row arrived");
 }
+
+# A subscription named as Citus names its shard moves', owned by a role
+# named as Citus names the role it makes for one (made as Citus makes it: a
+# superuser hands it over, and the role is no superuser after), on a server
+# without Citus (issue 27): guarded as any other.  Before, the name alone
+# let every row past the guard.
+$publisher->safe_psql('postgres', q{
+	CREATE TABLE tc (id bigint PRIMARY KEY DEFAULT flake_next(), n int);
+	CREATE PUBLICATION pub_tc FOR TABLE tc;
+});
+my $citus_like = 'citus_shard_move_subscription_10_7';
+my $citus_like_role = 'citus_shard_move_subscription_role_10_7';
+$subscriber->safe_psql('postgres', qq{
+	CREATE TABLE tc (id bigint PRIMARY KEY DEFAULT flake_next(), n int);
+	CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON tc FOR EACH ROW EXECUTE FUNCTION flake_guard('id');
+	ALTER TABLE tc ENABLE REPLICA TRIGGER guard;
+	CREATE USER $citus_like_role SUPERUSER;
+	GRANT INSERT, UPDATE, SELECT ON tc TO $citus_like_role;
+	CREATE SUBSCRIPTION $citus_like CONNECTION '@{[ $publisher->connstr . ' dbname=postgres' ]}' PUBLICATION pub_tc
+		WITH (copy_data = false, disable_on_error = true);
+	ALTER SUBSCRIPTION $citus_like OWNER TO $citus_like_role;
+	ALTER ROLE $citus_like_role NOSUPERUSER;
+});
+$publisher->safe_psql('postgres', 'INSERT INTO tc (n) SELECT generate_series(1, 10)');
+$subscriber->poll_query_until('postgres',
+	"SELECT NOT subenabled OR (SELECT count(*) > 0 FROM tc) FROM pg_subscription WHERE subname = '$citus_like'")
+  or die 'the subscription named like Citus\'s was neither disabled nor applied a row';
+like(slurp_file($subscriber->logfile),
+	qr/ERROR:  replicated flake id \d+ in column "id" of table "tc" was made on node \d+, one of this server's own nodes/,
+	'a subscription named like a Citus shard move\'s, on a server without Citus: the row is refused');
+is($subscriber->safe_psql('postgres', 'SELECT count(*) FROM tc'), '0', 'and no row arrived');
 
 $publisher->stop;
 $subscriber->stop;

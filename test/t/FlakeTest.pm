@@ -6,8 +6,11 @@ use strict;
 use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use IPC::Run;
 
-our @EXPORT = qw(flake_cluster flake_server randflake_backwards $flake_secret);
+our @EXPORT = qw(flake_cluster flake_server randflake_backwards crc32c $flake_secret
+  online_run online_hold online_start);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -51,6 +54,73 @@ sub randflake_backwards
 			FROM $table, randflake_decode(id) d
 			WINDOW w AS (PARTITION BY d.node ORDER BY n)) s
 		WHERE back});
+}
+
+# The CRC-32C of a string, as flake's files in the data directory carry
+# it: for tests that write such files in the formats of other releases.
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	for my $byte (unpack('C*', $data))
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
+}
+
+# The online migration's program (flake_migrate_online) on a node's
+# database postgres (or dbname => DB), as the user postgres or with
+# user => ROLE: its exit code, stdout and stderr.
+sub online_run
+{
+	my ($node, $args, %opt) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ online_command($node, $args, %opt) ], '>', \$out, '2>', \$err);
+	return ($? >> 8, $out, $err);
+}
+
+sub online_command
+{
+	my ($node, $args, %opt) = @_;
+	my $conn = $node->connstr($opt{dbname} // 'postgres') . (defined $opt{user} ? " user=$opt{user}" : '');
+	return ($node->config_data('--bindir') . '/flake_migrate_online', '-d', $conn, @$args);
+}
+
+# A session that runs $sql in a transaction left open (holding its locks)
+# until the sub returned is called, which ends it with ROLLBACK or with
+# the statement it is given (COMMIT); or that has ended, when $sql failed.
+sub online_hold
+{
+	my ($node, $sql) = @_;
+	my ($in, $out) = ("BEGIN; $sql; SELECT 'held';\n", '');
+	my $h = IPC::Run::start([ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres') ],
+		'<', \$in, '>', \$out, '2>', \my $err);
+	$h->pump until $out =~ /held/ || !$h->pumpable;
+	return sub { $in .= ($_[0] // 'ROLLBACK') . ";\n\\q\n"; eval { $h->finish }; };
+}
+
+# The program started with @$args (options as online_run's), once it waits
+# for a lock (or has ended): its IPC::Run handle and its stdout and stderr,
+# by reference.  With phase => PHASE, once its output shows it in that
+# phase too.
+sub online_start
+{
+	my ($node, $args, %opt) = @_;
+	my ($o, $e) = ('', '');
+	my $h = IPC::Run::start([ online_command($node, $args, %opt) ], '>', \$o, '2>', \$e);
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	until (!$h->pumpable || time > $deadline
+		|| $node->safe_psql('postgres', q{SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE application_name = 'flake_migrate_online' AND wait_event_type = 'Lock'}) eq 't')
+	{
+		$h->pump_nb;
+		select(undef, undef, undef, 0.1);
+	}
+	$h->pump_nb until !$h->pumpable || !defined $opt{phase}
+	  || $o =~ /\($opt{phase}: [^\n]*\n(  [^\n]*\n)*\z/ || time > $deadline;
+	return ($h, \$o, \$e);
 }
 
 1;

@@ -2,8 +2,9 @@
  * keyscan_reference.h
  *	  The specification of src/keyscan.c done the slow way, shared by its
  *	  unit test (test/unit/test_keyscan.c) and its fuzz harness
- *	  (test/fuzz/fuzz_keyscan.c): randflake_secret, randflake_decode or
- *	  randflake_key, ASCII letters in any case, anywhere in the bytes.
+ *	  (test/fuzz/fuzz_keyscan.c): the offset of the first randflake_secret,
+ *	  randflake_decode or randflake_key, ASCII letters in any case, in the
+ *	  bytes; and whether execute is there, in any case.
  */
 #ifndef KEYSCAN_REFERENCE_H
 #define KEYSCAN_REFERENCE_H
@@ -26,44 +27,79 @@ reference_lower(char c)
 	return (c >= 'A' && c <= 'Z') ? (char) (c - 'A' + 'a') : c;
 }
 
+/* Does word (lower case) stand at bytes[i], in any case, before len? */
+static inline int
+reference_word_at(const char *bytes, size_t len, size_t i, const char *word)
+{
+	size_t		n = strlen(word);
+	size_t		k = 0;
+
+	if (i + n > len)
+		return 0;
+	while (k < n && reference_lower(bytes[i + k]) == word[k])
+		k++;
+	return k == n;
+}
+
+/* the offset of the first of the words, or len */
+static inline size_t
+reference_find_key(const char *bytes, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		for (size_t w = 0; w < REFERENCE_NWORDS; w++)
+			if (reference_word_at(bytes, len, i, reference_words[w]))
+				return i;
+	return len;
+}
+
 static inline int
 reference_mentions_key(const char *bytes, size_t len)
 {
-	for (size_t w = 0; w < REFERENCE_NWORDS; w++)
-	{
-		size_t		n = strlen(reference_words[w]);
+	return reference_find_key(bytes, len) < len;
+}
 
-		for (size_t i = 0; i + n <= len; i++)
-		{
-			size_t		k = 0;
-
-			while (k < n && reference_lower(bytes[i + k]) == reference_words[w][k])
-				k++;
-			if (k == n)
-				return 1;
-		}
-	}
+static inline int
+reference_mentions_execute(const char *bytes, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (reference_word_at(bytes, len, i, "execute"))
+			return 1;
 	return 0;
 }
 
 /*
- * keyscan_mentions_key on a heap copy of exactly len bytes, so that a read
- * past the end shows under ASan or valgrind; *expected is set to the
- * reference's answer.
+ * A heap copy of exactly len bytes, so that a read past the end shows under
+ * ASan or valgrind.
  */
-static inline int
-scan_exact_copy(const char *bytes, size_t len, int *expected)
+static inline char *
+exact_copy(const char *bytes, size_t len)
 {
 	char	   *copy = malloc(len ? len : 1);
-	int			found;
 
 	if (copy == NULL)
 		abort();
 	memcpy(copy, bytes, len);
-	found = keyscan_mentions_key(copy, len);
-	*expected = reference_mentions_key(copy, len);
+	return copy;
+}
+
+/* what the scans answer: the first word's offset, whether execute is there */
+typedef struct ScanAnswers
+{
+	size_t		key;
+	int			execute;
+} ScanAnswers;
+
+/* The scans on an exact copy, and the reference's answers. */
+static inline void
+scan_exact_copy(const char *bytes, size_t len, ScanAnswers *found, ScanAnswers *expected)
+{
+	char	   *copy = exact_copy(bytes, len);
+
+	found->key = keyscan_find_key(copy, len);
+	found->execute = keyscan_mentions_execute(copy, len);
+	expected->key = reference_find_key(copy, len);
+	expected->execute = reference_mentions_execute(copy, len);
 	free(copy);
-	return found;
 }
 
 #endif							/* KEYSCAN_REFERENCE_H */

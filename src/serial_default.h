@@ -1,0 +1,14 @@
+/*-------------------------------------------------------------------------
+ *
+ * serial_default.h
+ *	  flake.serial_default: new serial and identity columns get flake ids.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FLAKE_SERIAL_DEFAULT_H
+#define FLAKE_SERIAL_DEFAULT_H
+
+extern void serial_default_define_setting(void);
+extern void serial_default_install(void);
+
+#endif							/* FLAKE_SERIAL_DEFAULT_H */

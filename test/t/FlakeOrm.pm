@@ -1,0 +1,112 @@
+# What the ORM tests (07x_orm_*.pl) share: a server where the database
+# "app", owned by the login role "app", has the extension and
+# flake.serial_default = 'flake_next' (ALTER DATABASE, as a DBA sets it),
+# and logs the DDL; the checks of what an ORM's application printed; the
+# DDL the ORM's migrations ran, from the server log.
+#
+# Each application (test/orm/<orm>/) runs its ORM's own migrations, which
+# create two models, authors and books, a book referencing its author by a
+# foreign key; inserts three authors and a book of each through the ORM in
+# one transaction; and prints one line of JSON:
+#
+#   orm          the ORM's name and version, and its driver's
+#   started_ms, finished_ms   the application's clock around the inserts
+#   authors      the ids the ORM gave back, in the order made, as text
+#   books        [id, author_id] of each book, in the order made
+#   names        the authors' names read back through the books' relation
+#   fk_refused   whether a book of an author that does not exist was refused
+#   id_class     the class (type) of an id in the ORM's language
+package FlakeOrm;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use IPC::Run;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FlakeTest;
+
+our @EXPORT = qw(orm_server orm_run orm_check orm_ddl);
+
+# The started server, with the database app set up for an ORM.
+sub orm_server
+{
+	my ($name) = @_;
+	my $node = flake_cluster($name, "log_statement = 'ddl'\n");
+	$node->start;
+	$node->safe_psql('postgres', q{
+		CREATE ROLE app LOGIN;
+		CREATE DATABASE app OWNER app;
+		ALTER DATABASE app SET flake.serial_default = 'flake_next'});
+	$node->safe_psql('app', 'CREATE EXTENSION flake');
+	return $node;
+}
+
+# Run an application (a command) against the server's database app, with
+# PGHOST, PGPORT, PGUSER and PGDATABASE set, plus the given environment;
+# returns what it printed, decoded.
+sub orm_run
+{
+	my ($node, $command, %env) = @_;
+	local %ENV = (%ENV, PGHOST => $node->host, PGPORT => $node->port,
+		PGUSER => 'app', PGDATABASE => 'app', %env);
+	my ($stdout, $stderr);
+	my $ok = IPC::Run::run($command, '<', \undef, '>', \$stdout, '2>', \$stderr,
+		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	ok($ok, "the application ran: @$command") or diag($stderr);
+	note($stderr) if $stderr;
+	my ($line) = grep { /^\{/ } split /\n/, $stdout // '';
+	return $line ? decode_json($line) : {};
+}
+
+# Check what an application printed, and the tables its migrations made
+# ($authors and $books, as the ORM names them).
+sub orm_check
+{
+	my ($node, $out, $authors, $books) = @_;
+	note("ORM: $out->{orm}");
+	my @authors = @{ $out->{authors} // [] };
+	my @books = @{ $out->{books} // [] };
+	is(scalar(@authors) . ' ' . scalar(@books), '3 3', 'the ORM gave back the ids of three authors and three books');
+	my $ids = join(',', @authors, map { $_->[0] } @books);
+	my ($from, $to) = ($out->{started_ms} / 1000 - 2, $out->{finished_ms} / 1000 + 2);
+	is( $node->safe_psql('app', qq{
+			SELECT count(*) FILTER (WHERE id <= prev),
+				   bool_and(flake_timestamp(id) BETWEEN to_timestamp($from) AND to_timestamp($to))
+			FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev
+				  FROM unnest('{$ids}'::bigint[]) WITH ORDINALITY AS u(id, n)) s}),
+		'0|t', 'they are flake ids: made within seconds of the application\'s clock, strictly increasing in the order made');
+	is(join(',', map { $_->[1] } @books), join(',', @authors), 'each book references its author');
+	is(join(',', @{ $out->{names} // [] }), 'Ada,Grace,Edsger', 'the authors are read back through the books\' relation');
+	ok($out->{fk_refused}, 'a book of an author that does not exist is refused');
+	is( $node->safe_psql('app', qq{
+			SELECT pg_get_expr(d.adbin, d.adrelid), pg_get_serial_sequence(d.adrelid::regclass::text, 'id')
+			FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+			WHERE a.attname = 'id' AND d.adrelid IN ('$authors'::regclass, '$books'::regclass)
+			ORDER BY d.adrelid::regclass::text;
+			SELECT count(*) FROM pg_constraint
+			WHERE contype = 'f' AND conrelid = '$books'::regclass AND confrelid = '$authors'::regclass}),
+		"flake_next()|\nflake_next()|\n1",
+		"$authors and $books are keyed by flake_next(), with no sequence, and $books references $authors");
+	is( $node->safe_psql('app', qq{SELECT count(*) FROM $authors JOIN $books b ON b.author_id = $authors.id}),
+		'3', 'the rows are in the tables');
+}
+
+# The DDL statements the server logged (log_statement = 'ddl') since the
+# log's offset $from, one a line.
+sub orm_ddl
+{
+	my ($node, $from) = @_;
+	my $log = substr(slurp_file($node->logfile), $from // 0);
+	my @ddl;
+	while ($log =~ /LOG:  statement: (.*?)(?=\n\S|\z)/gs)
+	{
+		(my $statement = $1) =~ s/\s+/ /g;
+		push @ddl, $statement if $statement =~ /^\s*(CREATE|ALTER)\b/i;
+	}
+	return join("\n", @ddl);
+}
+
+1;
