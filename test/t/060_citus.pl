@@ -23,7 +23,7 @@ use FlakeTest;
 
 my $pkglibdir = `pg_config --pkglibdir`;
 chomp $pkglibdir;
-plan skip_all => "Citus is not installed in $pkglibdir (install it there, or let make check-citus build it from ../shared/citus; see README, Development)"
+plan skip_all => "Citus is not installed in $pkglibdir (install it there, or let make check-citus build it from ../shared/citus; see docs/development.md, Citus)"
   unless -e "$pkglibdir/citus.so";
 
 my $rows = 4000;    # per path and server
