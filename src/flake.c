@@ -10,6 +10,7 @@
 #include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 
 #include "logfilter.h"
@@ -26,6 +27,33 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/*
+ * flake's one ProcessUtility hook: flake.serial_default rewrites the column
+ * definitions of CREATE and ALTER TABLE before they run, and the log
+ * filter follows the session's prepared statements around each statement.
+ */
+static void
+flake_process_utility(PlannedStmt *pstmt, const char *queryString,
+					  bool readOnlyTree, ProcessUtilityContext context,
+					  ParamListInfo params, QueryEnvironment *queryEnv,
+					  DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt;
+
+	pstmt = serial_default_rewrite(pstmt, &readOnlyTree);
+	stmt = pstmt->utilityStmt;
+	flake_log_filter_before_utility(stmt);
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+	flake_log_filter_after_utility(stmt);
+}
+
 void
 _PG_init(void)
 {
@@ -38,6 +66,8 @@ _PG_init(void)
 	snowflake_check_settings();
 
 	flake_log_filter_init();
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = flake_process_utility;
 
 	/*
 	 * Shared state can only be set up from shared_preload_libraries.  When
@@ -45,8 +75,8 @@ _PG_init(void)
 	 * its state per backend.  The prefix is reserved only then: reserving it
 	 * later would drop the server-start settings that decoding still reads.
 	 * flake's WAL records can be replayed only with its resource manager
-	 * registered, which also happens only here, and so is the hook of
-	 * flake.serial_default (it must act in every session or in none).
+	 * registered, which also happens only here, and flake.serial_default acts
+	 * only then (it must act in every session or in none).
 	 */
 	if (process_shared_preload_libraries_in_progress)
 	{
@@ -55,7 +85,7 @@ _PG_init(void)
 		ulidflake_add_shmem();
 		randflake_add_shmem();
 		flake_wal_register();
-		serial_default_install();
+		serial_default_enable();
 		MarkGUCPrefixReserved("flake");
 	}
 	else if (creating_extension)

@@ -63,7 +63,6 @@
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 #include "tcop/tcopprot.h"
-#include "tcop/utility.h"
 #include "utils/elog.h"
 #include "utils/hsearch.h"
 
@@ -82,7 +81,6 @@
 #define CONFIG_SYNTAX_ERROR "syntax error in file \"%s\" line %u, near token \"%s\""
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
-static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 
 /*
  * The names of this session's prepared statements whose text names a key
@@ -391,9 +389,9 @@ static void
 note_prepared(const char *name)
 {
 	PreparedStatement *prepared = FetchPreparedStatement(name, false);
-	const char *text = prepared != NULL ? prepared->plansource->query_string : NULL;
+	const char *source = prepared != NULL ? prepared->plansource->query_string : NULL;
 
-	if (text !=NULL && keyscan_mentions_key(text, strlen(text)))
+	if (source != NULL && keyscan_mentions_key(source, strlen(source)))
 	{
 		if (keyed_prepared == NULL)
 		{
@@ -426,28 +424,23 @@ forget_prepared(const char *name)
 }
 
 /*
- * Follow the session's prepared statements: PREPARE, DEALLOCATE, DISCARD
- * ALL, and EXECUTE, which also runs statements prepared through the
- * protocol.  An executed statement is looked at before it runs, so that
- * its errors are hidden too.
+ * Follow the session's prepared statements, from flake's ProcessUtility
+ * hook (flake.c): before a statement runs, the one an EXECUTE runs (which
+ * also runs statements prepared through the protocol), so that its errors
+ * are hidden too; after it, what PREPARE, DEALLOCATE and DISCARD ALL did.
  */
-static void
-flake_process_utility(PlannedStmt *pstmt, const char *queryString,
-					  bool readOnlyTree, ProcessUtilityContext context,
-					  ParamListInfo params, QueryEnvironment *queryEnv,
-					  DestReceiver *dest, QueryCompletion *qc)
+void
+flake_log_filter_before_utility(Node *stmt)
 {
-	Node	   *stmt = pstmt->utilityStmt;
 	const char *executed = executed_name(stmt);
 
 	if (executed != NULL)
 		note_prepared(executed);
-	if (prev_process_utility_hook)
-		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
-								  params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+}
+
+void
+flake_log_filter_after_utility(Node *stmt)
+{
 	if (IsA(stmt, PrepareStmt))
 		note_prepared(((PrepareStmt *) stmt)->name);
 	else if (IsA(stmt, DeallocateStmt))
@@ -461,6 +454,4 @@ flake_log_filter_init(void)
 {
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = flake_emit_log;
-	prev_process_utility_hook = ProcessUtility_hook;
-	ProcessUtility_hook = flake_process_utility;
 }

@@ -8,6 +8,8 @@
 #ifndef FLAKE_LOGFILTER_H
 #define FLAKE_LOGFILTER_H
 
+#include "nodes/nodes.h"
+
 /*
  * flake's refusal of a malformed flake.randflake_secret: its detail gives
  * the value's length only, so the log filter leaves it in place.
@@ -15,5 +17,7 @@
 #define FLAKE_SECRET_REFUSED "invalid value for parameter \"flake.randflake_secret\""
 
 extern void flake_log_filter_init(void);
+extern void flake_log_filter_before_utility(Node *stmt);
+extern void flake_log_filter_after_utility(Node *stmt);
 
 #endif							/* FLAKE_LOGFILTER_H */

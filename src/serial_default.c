@@ -45,7 +45,6 @@
 #include "miscadmin.h"
 #include "parser/parse_type.h"
 #include "parser/parser.h"
-#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/catcache.h"
 #include "utils/guc.h"
@@ -74,7 +73,8 @@ static const struct config_enum_entry serial_default_options[] = {
 
 static int	serial_default = SERIAL_DEFAULT_OFF;
 
-static ProcessUtility_hook_type prev_process_utility = NULL;
+/* set when flake is preloaded (serial_default_enable()) */
+static bool serial_default_enabled = false;
 
 /*
  * The column definition put in place of a serial or identity column's, made
@@ -378,33 +378,32 @@ declares_columns(Node *stmt)
 		(IsA(stmt, AlterTableStmt) && ((AlterTableStmt *) stmt)->objtype == OBJECT_TABLE);
 }
 
-static void
-serial_default_process_utility(PlannedStmt *pstmt, const char *queryString,
-							   bool readOnlyTree, ProcessUtilityContext context,
-							   ParamListInfo params, QueryEnvironment *queryEnv,
-							   DestReceiver *dest, QueryCompletion *qc)
+/*
+ * The statement to run in place of pstmt, from flake's ProcessUtility hook
+ * (flake.c): a CREATE TABLE or ALTER TABLE with its serial and identity
+ * columns rewritten, copied first if the tree is read-only (*readOnlyTree
+ * then becomes false), or pstmt itself.
+ */
+PlannedStmt *
+serial_default_rewrite(PlannedStmt *pstmt, bool *readOnlyTree)
 {
+	GeneratorColumn gen;
+
 	/* extension scripts create their tables as their authors wrote them */
-	if (serial_default != SERIAL_DEFAULT_OFF && !creating_extension &&
-		declares_columns(pstmt->utilityStmt))
-	{
-		GeneratorColumn gen = {generator_name(), NULL};
+	if (!serial_default_enabled || serial_default == SERIAL_DEFAULT_OFF ||
+		creating_extension || !declares_columns(pstmt->utilityStmt))
+		return pstmt;
 
-		if (readOnlyTree)
-			pstmt = copyObject(pstmt);
-		readOnlyTree = false;
-		if (IsA(pstmt->utilityStmt, CreateStmt))
-			rewrite_create((CreateStmt *) pstmt->utilityStmt, &gen);
-		else
-			rewrite_alter((AlterTableStmt *) pstmt->utilityStmt, &gen);
-	}
-
-	if (prev_process_utility)
-		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
-							 queryEnv, dest, qc);
+	gen.generator = generator_name();
+	gen.column = NULL;
+	if (*readOnlyTree)
+		pstmt = copyObject(pstmt);
+	*readOnlyTree = false;
+	if (IsA(pstmt->utilityStmt, CreateStmt))
+		rewrite_create((CreateStmt *) pstmt->utilityStmt, &gen);
 	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
+		rewrite_alter((AlterTableStmt *) pstmt->utilityStmt, &gen);
+	return pstmt;
 }
 
 /* Define flake.serial_default, from _PG_init. */
@@ -419,13 +418,12 @@ serial_default_define_setting(void)
 }
 
 /*
- * Install the hook, from _PG_init when flake is preloaded: loaded later, in
- * some sessions only, it would change what some sessions create and not
+ * Make the setting act, from _PG_init when flake is preloaded: loaded later,
+ * in some sessions only, it would change what some sessions create and not
  * others (and the generators refuse to run there anyway).
  */
 void
-serial_default_install(void)
+serial_default_enable(void)
 {
-	prev_process_utility = ProcessUtility_hook;
-	ProcessUtility_hook = serial_default_process_utility;
+	serial_default_enabled = true;
 }

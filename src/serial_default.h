@@ -8,7 +8,10 @@
 #ifndef FLAKE_SERIAL_DEFAULT_H
 #define FLAKE_SERIAL_DEFAULT_H
 
+#include "nodes/plannodes.h"
+
 extern void serial_default_define_setting(void);
-extern void serial_default_install(void);
+extern void serial_default_enable(void);
+extern PlannedStmt *serial_default_rewrite(PlannedStmt *pstmt, bool *readOnlyTree);
 
 #endif							/* FLAKE_SERIAL_DEFAULT_H */
