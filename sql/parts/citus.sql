@@ -16,7 +16,8 @@ BEGIN
 	IF to_regclass('pg_catalog.pg_dist_node') IS NULL THEN
 		RAISE EXCEPTION 'Citus is not installed in database %', current_database()
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  HINT = 'flake_citus_check() compares the flake settings of the nodes of a Citus cluster: run it on the coordinator.';
+				  HINT = 'flake_citus_check() compares the flake settings of the nodes '
+						 'of a Citus cluster: run it on the coordinator.';
 	END IF;
 	-- Citus is called only where it is installed, hence EXECUTE
 	RETURN QUERY EXECUTE $query$
@@ -26,8 +27,9 @@ BEGIN
 		-- that node's: every name qualified
 		FROM run_command_on_all_nodes($probe$
 			SELECT pg_catalog.json_build_object(
-				'preloaded', 'flake' OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(pg_catalog.replace(
-					pg_catalog.current_setting('shared_preload_libraries'), ' ', ''), ',')),
+				'preloaded', 'flake' OPERATOR(pg_catalog.=) ANY (pg_catalog.string_to_array(
+					pg_catalog.replace(pg_catalog.current_setting('shared_preload_libraries'),
+									   ' ', ''), ',')),
 				'version', (SELECT e.extversion FROM pg_catalog.pg_extension e
 							WHERE e.extname OPERATOR(pg_catalog.=) 'flake'),
 				'group', (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g),
@@ -52,12 +54,14 @@ BEGIN
 		-- them: the setting, or at its default the Citus group's share
 		SELECT s.node, 'flake_next()' AS generator,
 			   CASE WHEN s.j->>'nodes' <> '' THEN s.j->>'nodes'
-					ELSE format('%s-%s', (s.j->>'group')::int * 16, (s.j->>'group')::int * 16 + 15) END AS list
+					ELSE format('%s-%s', (s.j->>'group')::int * 16,
+								(s.j->>'group')::int * 16 + 15) END AS list
 		FROM s
 		UNION ALL
 		SELECT s.node, 'randflake_next()',
 			   CASE WHEN s.j->>'randflake_nodes' <> '0-131071' THEN s.j->>'randflake_nodes'
-					ELSE format('%s-%s', (s.j->>'group')::int * 256, (s.j->>'group')::int * 256 + 255) END
+					ELSE format('%s-%s', (s.j->>'group')::int * 256,
+								(s.j->>'group')::int * 256 + 255) END
 		FROM s
 	), ranges AS (
 		SELECT l.node, l.generator, l.list, split_part(x, '-', 1)::bigint AS lo,
@@ -75,23 +79,29 @@ BEGIN
 	FROM s, here h WHERE s.j->>'version' IS DISTINCT FROM h.version
 	UNION ALL
 	SELECT s.node, 'layout differs',
-		   format('flake.epoch %s, flake.node_bits %s, flake.sequence_bits %s there; %s, %s, %s on this node: ids decode differently.',
-				  s.j->>'epoch', s.j->>'node_bits', s.j->>'sequence_bits', h.epoch, h.node_bits, h.sequence_bits)
+		   format('flake.epoch %s, flake.node_bits %s, flake.sequence_bits %s there; '
+				  '%s, %s, %s on this node: ids decode differently.',
+				  s.j->>'epoch', s.j->>'node_bits', s.j->>'sequence_bits',
+				  h.epoch, h.node_bits, h.sequence_bits)
 	FROM s, here h
-	WHERE (s.j->>'epoch', s.j->>'node_bits', s.j->>'sequence_bits') IS DISTINCT FROM (h.epoch, h.node_bits, h.sequence_bits)
+	WHERE (s.j->>'epoch', s.j->>'node_bits', s.j->>'sequence_bits')
+		  IS DISTINCT FROM (h.epoch, h.node_bits, h.sequence_bits)
 	UNION ALL
 	SELECT s.node, 'randflake key differs',
-		   format('flake.randflake_secret has key fingerprint %s there, %s on this node: randflake_next() ids of the two are distinct only by chance.',
+		   format('flake.randflake_secret has key fingerprint %s there, %s on this node: '
+				  'randflake_next() ids of the two are distinct only by chance.',
 				  coalesce(s.j->>'fingerprint', 'none'), coalesce(h.fingerprint, 'none'))
 	FROM s, here h WHERE s.j->>'fingerprint' IS DISTINCT FROM h.fingerprint
 	UNION ALL
 	SELECT s.node, 'group beyond the node space',
-		   format('Citus group %s is beyond the %s groups flake.node_bits = %s holds: flake_next() refuses there until it has flake.nodes of its own.',
+		   format('Citus group %s is beyond the %s groups flake.node_bits = %s holds: '
+				  'flake_next() refuses there until it has flake.nodes of its own.',
 				  s.j->>'group', (1 << (s.j->>'node_bits')::int) / 16, s.j->>'node_bits')
 	FROM s WHERE s.j->>'nodes' = '' AND (s.j->>'group')::int >= (1 << (s.j->>'node_bits')::int) / 16
 	UNION ALL
 	SELECT s.node, 'group beyond the ulidflake sids',
-		   format('Citus group %s is beyond the 32 ulidflake sids: ulidflake_next() refuses there; call ulidflake_next(sid) with sids of its own.',
+		   format('Citus group %s is beyond the 32 ulidflake sids: '
+				  'ulidflake_next() refuses there; call ulidflake_next(sid) with sids of its own.',
 				  s.j->>'group')
 	FROM s WHERE (s.j->>'group')::int > 31
 	UNION ALL
@@ -105,4 +115,6 @@ BEGIN
 END
 $$;
 REVOKE EXECUTE ON FUNCTION flake_citus_check() FROM PUBLIC;
-COMMENT ON FUNCTION flake_citus_check() IS 'on a Citus coordinator: a row per problem of the nodes'' flake settings (preloaded, version, layout, randflake key, node ranges); none when all is well';
+COMMENT ON FUNCTION flake_citus_check() IS
+	'on a Citus coordinator: a row per problem of the nodes'' flake settings '
+	'(preloaded, version, layout, randflake key, node ranges); none when all is well';

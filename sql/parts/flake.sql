@@ -11,10 +11,12 @@ CREATE FUNCTION ulidflake_in(cstring) RETURNS ulidflake
 COMMENT ON FUNCTION ulidflake_in(cstring) IS 'input of a ulidflake: 13 Crockford Base32 characters';
 CREATE FUNCTION ulidflake_out(ulidflake) RETURNS cstring
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ulidflake_out(ulidflake) IS 'output of a ulidflake: 13 Crockford Base32 characters';
+COMMENT ON FUNCTION ulidflake_out(ulidflake) IS
+	'output of a ulidflake: 13 Crockford Base32 characters';
 CREATE FUNCTION ulidflake_recv(internal) RETURNS ulidflake
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ulidflake_recv(internal) IS 'binary input of a ulidflake, as an int8; negative values are refused';
+COMMENT ON FUNCTION ulidflake_recv(internal) IS
+	'binary input of a ulidflake, as an int8; negative values are refused';
 CREATE FUNCTION ulidflake_send(ulidflake) RETURNS bytea
 	AS 'int8send' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ulidflake_send(ulidflake) IS 'binary output of a ulidflake, as an int8';
@@ -35,7 +37,9 @@ CREATE TYPE ulidflake (
 	CATEGORY = 'S'
 );
 
-COMMENT ON TYPE ulidflake IS 'Ulid-Flake id: 43-bit milliseconds since 2024 and 20 bits of entropy, as 13 Crockford Base32 characters';
+COMMENT ON TYPE ulidflake IS
+	'Ulid-Flake id: 43-bit milliseconds since 2024 and 20 bits of entropy, '
+	'as 13 Crockford Base32 characters';
 
 -- casts: explicit only, so that ids never mix with numbers by accident
 CREATE FUNCTION ulidflake(bigint) RETURNS ulidflake
@@ -43,7 +47,8 @@ CREATE FUNCTION ulidflake(bigint) RETURNS ulidflake
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ulidflake(bigint) IS 'the ulidflake with the value of a non-negative bigint';
 CREATE CAST (bigint AS ulidflake) WITH FUNCTION ulidflake(bigint);
-COMMENT ON CAST (bigint AS ulidflake) IS 'explicit: the ulidflake with the value of a non-negative bigint';
+COMMENT ON CAST (bigint AS ulidflake) IS
+	'explicit: the ulidflake with the value of a non-negative bigint';
 CREATE CAST (ulidflake AS bigint) WITHOUT FUNCTION;
 COMMENT ON CAST (ulidflake AS bigint) IS 'explicit: the value of a ulidflake as a bigint';
 
@@ -77,7 +82,8 @@ CREATE FUNCTION ulidflake_hash(ulidflake) RETURNS integer
 COMMENT ON FUNCTION ulidflake_hash(ulidflake) IS 'hash of a ulidflake';
 CREATE FUNCTION ulidflake_hash_extended(ulidflake, bigint) RETURNS bigint
 	AS 'hashint8extended' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
-COMMENT ON FUNCTION ulidflake_hash_extended(ulidflake, bigint) IS 'hash of a ulidflake with a 64-bit seed';
+COMMENT ON FUNCTION ulidflake_hash_extended(ulidflake, bigint) IS
+	'hash of a ulidflake with a 64-bit seed';
 
 CREATE OPERATOR = (
 	LEFTARG = ulidflake, RIGHTARG = ulidflake, PROCEDURE = ulidflake_eq,
@@ -121,8 +127,10 @@ CREATE OPERATOR CLASS ulidflake_ops
 		FUNCTION 1 ulidflake_cmp(ulidflake, ulidflake),
 		FUNCTION 2 ulidflake_sortsupport(internal),
 		FUNCTION 4 btequalimage(oid);
-COMMENT ON OPERATOR CLASS ulidflake_ops USING btree IS 'default B-tree ordering of ulidflake, which is time order';
-COMMENT ON OPERATOR FAMILY ulidflake_ops USING btree IS 'B-tree ordering of ulidflake, which is time order';
+COMMENT ON OPERATOR CLASS ulidflake_ops USING btree IS
+	'default B-tree ordering of ulidflake, which is time order';
+COMMENT ON OPERATOR FAMILY ulidflake_ops USING btree IS
+	'B-tree ordering of ulidflake, which is time order';
 
 CREATE OPERATOR CLASS ulidflake_ops
 	DEFAULT FOR TYPE ulidflake USING hash AS
@@ -143,7 +151,8 @@ CREATE OPERATOR CLASS ulidflake_minmax_ops
 		FUNCTION 2 brin_minmax_add_value(internal, internal, internal, internal),
 		FUNCTION 3 brin_minmax_consistent(internal, internal, internal),
 		FUNCTION 4 brin_minmax_union(internal, internal, internal);
-COMMENT ON OPERATOR CLASS ulidflake_minmax_ops USING brin IS 'default BRIN minmax summaries of ulidflake, for tables filled in time order';
+COMMENT ON OPERATOR CLASS ulidflake_minmax_ops USING brin IS
+	'default BRIN minmax summaries of ulidflake, for tables filled in time order';
 COMMENT ON OPERATOR FAMILY ulidflake_minmax_ops USING brin IS 'BRIN minmax summaries of ulidflake';
 
 CREATE FUNCTION ulidflake_smaller(ulidflake, ulidflake) RETURNS ulidflake
@@ -170,7 +179,8 @@ COMMENT ON FUNCTION ulidflake_next() IS 'next Ulid-Flake id, stand-alone form: 2
 CREATE FUNCTION ulidflake_next(sid integer) RETURNS ulidflake
 	AS 'MODULE_PATHNAME', 'ulidflake_next_sid'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION ulidflake_next(integer) IS 'next Ulid-Flake id, scalable form: 15 bits of entropy, then the sid (0-31)';
+COMMENT ON FUNCTION ulidflake_next(integer) IS
+	'next Ulid-Flake id, scalable form: 15 bits of entropy, then the sid (0-31)';
 
 -- accessors
 CREATE FUNCTION flake_timestamp(ulidflake) RETURNS timestamptz
@@ -179,13 +189,16 @@ CREATE FUNCTION flake_timestamp(ulidflake) RETURNS timestamptz
 COMMENT ON FUNCTION flake_timestamp(ulidflake) IS 'the millisecond a ulidflake was generated';
 CREATE FUNCTION ulidflake_entropy(ulidflake) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ulidflake_entropy(ulidflake) IS 'the low 20 bits of a ulidflake: its entropy (and sid, in the scalable form)';
+COMMENT ON FUNCTION ulidflake_entropy(ulidflake) IS
+	'the low 20 bits of a ulidflake: its entropy (and sid, in the scalable form)';
 CREATE FUNCTION ulidflake_sid(ulidflake) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ulidflake_sid(ulidflake) IS 'the low 5 bits of a ulidflake: the sid of the scalable form';
+COMMENT ON FUNCTION ulidflake_sid(ulidflake) IS
+	'the low 5 bits of a ulidflake: the sid of the scalable form';
 CREATE FUNCTION ulidflake_from_timestamp(timestamptz) RETURNS ulidflake
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ulidflake_from_timestamp(timestamptz) IS 'the smallest ulidflake of a millisecond, for range predicates';
+COMMENT ON FUNCTION ulidflake_from_timestamp(timestamptz) IS
+	'the smallest ulidflake of a millisecond, for range predicates';
 
 ------------------------------------------------------------------------
 -- Snowflake ids: bigint, 0 | ms since flake.epoch | node | sequence
@@ -200,7 +213,8 @@ CREATE FUNCTION flake_next(node integer) RETURNS bigint
 COMMENT ON FUNCTION flake_next(integer) IS 'next Snowflake id on the given node';
 CREATE FUNCTION flake_node() RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION flake_node() IS 'the node this backend leased, or NULL before its first flake_next()';
+COMMENT ON FUNCTION flake_node() IS
+	'the node this backend leased, or NULL before its first flake_next()';
 
 -- decoders read flake.epoch, flake.node_bits and flake.sequence_bits
 CREATE FUNCTION flake_timestamp(bigint) RETURNS timestamptz
@@ -211,14 +225,16 @@ CREATE FUNCTION flake_node(bigint) RETURNS integer
 COMMENT ON FUNCTION flake_node(bigint) IS 'the node of a Snowflake id';
 CREATE FUNCTION flake_sequence(bigint) RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION flake_sequence(bigint) IS 'the sequence number of a Snowflake id within its millisecond and node';
+COMMENT ON FUNCTION flake_sequence(bigint) IS
+	'the sequence number of a Snowflake id within its millisecond and node';
 CREATE FUNCTION flake_decode(id bigint, OUT ts timestamptz, OUT node integer, OUT sequence integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION flake_decode(bigint) IS 'time, node and sequence of a Snowflake id';
 CREATE FUNCTION flake_from_timestamp(timestamptz) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION flake_from_timestamp(timestamptz) IS 'the smallest Snowflake id of a millisecond, for range predicates';
+COMMENT ON FUNCTION flake_from_timestamp(timestamptz) IS
+	'the smallest Snowflake id of a millisecond, for range predicates';
 
 ------------------------------------------------------------------------
 -- Randflake ids: bigint, Sparx-64/128 encryption of
@@ -232,20 +248,24 @@ COMMENT ON FUNCTION randflake_next() IS 'next Randflake id, encrypted with flake
 -- with the server's secret: not for everyone, since it reveals when and
 -- where ids were made; GRANT EXECUTE to roles that may know.  Parallel
 -- restricted: parallel workers do not receive the secret.
-CREATE FUNCTION randflake_decode(id bigint, OUT ts timestamptz, OUT node integer, OUT sequence integer)
+CREATE FUNCTION randflake_decode(id bigint, OUT ts timestamptz, OUT node integer,
+								 OUT sequence integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 REVOKE EXECUTE ON FUNCTION randflake_decode(bigint) FROM PUBLIC;
-COMMENT ON FUNCTION randflake_decode(bigint) IS 'time, node and sequence of a Randflake id, decrypted with the server''s secret';
+COMMENT ON FUNCTION randflake_decode(bigint) IS
+	'time, node and sequence of a Randflake id, decrypted with the server''s secret';
 -- with a key given: STABLE, not IMMUTABLE, although the result depends on
 -- the arguments alone, so that no index, generated column or partition key
 -- can keep a key written in the expression: pg_indexes and pg_dump
 -- --schema-only show such expressions to every role.
-CREATE FUNCTION randflake_decode(id bigint, secret bytea, OUT ts timestamptz, OUT node integer, OUT sequence integer)
+CREATE FUNCTION randflake_decode(id bigint, secret bytea, OUT ts timestamptz, OUT node integer,
+								 OUT sequence integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME', 'randflake_decode_key'
 	LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION randflake_decode(bigint, bytea) IS 'time, node and sequence of a Randflake id, decrypted with the given 16-byte key';
+COMMENT ON FUNCTION randflake_decode(bigint, bytea) IS
+	'time, node and sequence of a Randflake id, decrypted with the given 16-byte key';
 
 -- the fingerprint of a key (first 4 bytes of HMAC-SHA256(key, 'flake
 -- randflake key fingerprint'), hex), as the server log names keys: of the
@@ -253,21 +273,25 @@ COMMENT ON FUNCTION randflake_decode(bigint, bytea) IS 'time, node and sequence 
 CREATE FUNCTION randflake_key_fingerprint() RETURNS text
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 REVOKE EXECUTE ON FUNCTION randflake_key_fingerprint() FROM PUBLIC;
-COMMENT ON FUNCTION randflake_key_fingerprint() IS 'fingerprint of flake.randflake_secret, as the server log names it; NULL when unset';
+COMMENT ON FUNCTION randflake_key_fingerprint() IS
+	'fingerprint of flake.randflake_secret, as the server log names it; NULL when unset';
 CREATE FUNCTION randflake_key_fingerprint(secret bytea) RETURNS text
 	AS 'MODULE_PATHNAME', 'randflake_key_fingerprint_of'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION randflake_key_fingerprint(bytea) IS 'fingerprint of a 16-byte randflake key, as the server log names keys';
+COMMENT ON FUNCTION randflake_key_fingerprint(bytea) IS
+	'fingerprint of a 16-byte randflake key, as the server log names keys';
 
 -- the reference codec: base-32 digits 0-9a-v of the unsigned 64 bits
 CREATE FUNCTION randflake_encode(bigint) RETURNS text
 	AS 'MODULE_PATHNAME', 'randflake_encode_sql'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION randflake_encode(bigint) IS 'text form of a Randflake id: base-32 digits 0-9a-v of its unsigned 64 bits';
+COMMENT ON FUNCTION randflake_encode(bigint) IS
+	'text form of a Randflake id: base-32 digits 0-9a-v of its unsigned 64 bits';
 CREATE FUNCTION randflake_parse(text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'randflake_parse_sql'
 	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION randflake_parse(text) IS 'the Randflake id of its text form, the inverse of randflake_encode()';
+COMMENT ON FUNCTION randflake_parse(text) IS
+	'the Randflake id of its text form, the inverse of randflake_encode()';
 
 ------------------------------------------------------------------------
 -- Operations
@@ -278,17 +302,23 @@ CREATE FUNCTION flake_lease_info(OUT generator text, OUT node integer, OUT pid i
 								 OUT issued bigint, OUT holders integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION flake_lease_info() IS 'nodes held by backends: the rows of the flake_leases view';
+COMMENT ON FUNCTION flake_lease_info() IS
+	'nodes held by backends: the rows of the flake_leases view';
 
 CREATE VIEW flake_leases AS
 	SELECT generator, node, pid, leased_at, last_issued, issued, holders FROM flake_lease_info();
-COMMENT ON VIEW flake_leases IS 'nodes held by backends, with their last issued timestamp, count and number of holders';
-COMMENT ON COLUMN flake_leases.generator IS 'the family whose node this is: flake_next or randflake_next';
+COMMENT ON VIEW flake_leases IS
+	'nodes held by backends, with their last issued timestamp, count and number of holders';
+COMMENT ON COLUMN flake_leases.generator IS
+	'the family whose node this is: flake_next or randflake_next';
 COMMENT ON COLUMN flake_leases.node IS 'the node number';
-COMMENT ON COLUMN flake_leases.pid IS 'the backend that leased the node while it was free; NULL once it has exited';
+COMMENT ON COLUMN flake_leases.pid IS
+	'the backend that leased the node while it was free; NULL once it has exited';
 COMMENT ON COLUMN flake_leases.leased_at IS 'when that backend leased the node';
 COMMENT ON COLUMN flake_leases.last_issued IS 'the time of the last id issued on the node';
-COMMENT ON COLUMN flake_leases.issued IS 'ids issued on the node by all its holders since it was leased (a Randflake holder adds 256 at each reservation)';
+COMMENT ON COLUMN flake_leases.issued IS
+	'ids issued on the node by all its holders since it was leased '
+	'(a Randflake holder adds 256 at each reservation)';
 COMMENT ON COLUMN flake_leases.holders IS 'the number of backends that share the node';
 -- for monitoring roles, as pg_stat_statements' and pg_buffercache's views:
 -- the counts show how many ids every role's backends make, and the pids
@@ -306,8 +336,11 @@ REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
 -- which pg_control_system() shows every role.  Only the extension's owner
 -- writes it.
 CREATE TABLE flake_origin (system_identifier bigint NOT NULL);
-COMMENT ON TABLE flake_origin IS 'the servers (system identifiers) whose ids this database may hold: flake generates only where flake.hwm covers them all';
-COMMENT ON COLUMN flake_origin.system_identifier IS 'the system identifier of a server (pg_control_system()) whose ids this database may hold';
+COMMENT ON TABLE flake_origin IS
+	'the servers (system identifiers) whose ids this database may hold: '
+	'flake generates only where flake.hwm covers them all';
+COMMENT ON COLUMN flake_origin.system_identifier IS
+	'the system identifier of a server (pg_control_system()) whose ids this database may hold';
 INSERT INTO flake_origin SELECT system_identifier FROM pg_control_system();
 SELECT pg_catalog.pg_extension_config_dump('flake_origin', '');
 
@@ -315,7 +348,10 @@ SELECT pg_catalog.pg_extension_config_dump('flake_origin', '');
 -- server's own nodes (their origin's node range overlaps this server's)
 CREATE FUNCTION flake_guard() RETURNS trigger
 	AS 'MODULE_PATHNAME' LANGUAGE C;
-COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication brings new into the table (inserted, or set by an update) when they were made on this server''s own nodes; arguments: the key columns';
+COMMENT ON FUNCTION flake_guard() IS
+	'trigger: refuse ids that replication brings new into the table '
+	'(inserted, or set by an update) when they were made on this server''s own nodes; '
+	'arguments: the key columns';
 
 
 ------------------------------------------------------------------------
@@ -328,7 +364,8 @@ COMMENT ON FUNCTION flake_guard() IS 'trigger: refuse ids that replication bring
 ------------------------------------------------------------------------
 
 CREATE SCHEMA flake_internal;
-COMMENT ON SCHEMA flake_internal IS 'internal helpers of flake_migrate() and the online migration; not for direct use';
+COMMENT ON SCHEMA flake_internal IS
+	'internal helpers of flake_migrate() and the online migration; not for direct use';
 -- flake_origin under logical replication.  It is a table of the database,
 -- so a publication of all tables (or of the extension's schema) publishes
 -- it, and a subscriber's initial copy and apply would add the publisher's
@@ -356,7 +393,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION flake_internal.origin_local() IS
-	'trigger of flake_origin: skip the rows a subscription''s workers write, which are another server''s';
+	'trigger of flake_origin: skip the rows a subscription''s workers write, '
+	'which are another server''s';
 CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_origin
 	FOR EACH ROW EXECUTE FUNCTION flake_internal.origin_local();
 ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;

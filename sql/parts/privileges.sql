@@ -32,11 +32,13 @@ BEGIN
 			FROM member m JOIN pg_catalog.pg_proc p ON p.oid = m.objid
 			WHERE m.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
 			UNION ALL
-			SELECT m.*, 'TABLE', c.oid::pg_catalog.regclass::text, c.relowner, c.relnamespace, 'r', c.relacl
+			SELECT m.*, 'TABLE', c.oid::pg_catalog.regclass::text,
+				   c.relowner, c.relnamespace, 'r', c.relacl
 			FROM member m JOIN pg_catalog.pg_class c ON c.oid = m.objid
 			WHERE m.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
 			UNION ALL
-			SELECT m.*, 'TYPE', t.oid::pg_catalog.regtype::text, t.typowner, t.typnamespace, 'T', t.typacl
+			SELECT m.*, 'TYPE', t.oid::pg_catalog.regtype::text,
+				   t.typowner, t.typnamespace, 'T', t.typacl
 			FROM member m JOIN pg_catalog.pg_type t ON t.oid = m.objid
 			WHERE m.classid = 'pg_catalog.pg_type'::pg_catalog.regclass
 			UNION ALL
@@ -49,17 +51,21 @@ BEGIN
 		-- built-in default does not, on a new member or left by a script
 		SELECT o.kind, o.name, a.privilege_type,
 			   CASE WHEN a.grantee = 0 THEN 'PUBLIC'
-					ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END AS grantee
+					ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee))
+			   END AS grantee
 		FROM acl o, pg_catalog.aclexplode(o.acl) a
-		WHERE (o.new OR EXISTS (SELECT FROM pg_catalog.pg_init_privs i, pg_catalog.aclexplode(i.initprivs) ia
-								WHERE i.classoid = o.classid AND i.objoid = o.objid AND i.objsubid = 0
-								  AND i.privtype = 'e'
-								  AND ia.grantee = a.grantee AND ia.privilege_type = a.privilege_type))
+		WHERE (o.new
+			   OR EXISTS (SELECT FROM pg_catalog.pg_init_privs i,
+									  pg_catalog.aclexplode(i.initprivs) ia
+						  WHERE i.classoid = o.classid AND i.objoid = o.objid AND i.objsubid = 0
+							AND i.privtype = 'e'
+							AND ia.grantee = a.grantee AND ia.privilege_type = a.privilege_type))
 		  AND EXISTS (SELECT FROM pg_catalog.pg_default_acl x, pg_catalog.aclexplode(x.defaclacl) xa
 					  WHERE x.defaclrole = o.owner AND x.defaclobjtype = o.objtype
 						AND x.defaclnamespace IN (0, o.nsp)
 						AND xa.grantee = a.grantee AND xa.privilege_type = a.privilege_type)
-		  AND NOT EXISTS (SELECT FROM pg_catalog.aclexplode(pg_catalog.acldefault(o.objtype::"char", o.owner)) b
+		  AND NOT EXISTS (SELECT FROM pg_catalog.aclexplode(
+										  pg_catalog.acldefault(o.objtype::"char", o.owner)) b
 						  WHERE b.grantee = a.grantee AND b.privilege_type = a.privilege_type)
 	LOOP
 		EXECUTE pg_catalog.format('REVOKE %s ON %s %s FROM %s CASCADE',

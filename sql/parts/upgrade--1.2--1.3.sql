@@ -58,11 +58,14 @@ BEGIN
 		UNION ALL
 		SELECT 'SCHEMA flake_internal', a.privilege_type, a.grantee
 		FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
-		WHERE n.nspname = 'flake_internal' AND a.grantee <> n.nspowner AND a.privilege_type <> 'USAGE'
+		WHERE n.nspname = 'flake_internal' AND a.grantee <> n.nspowner
+		  AND a.privilege_type <> 'USAGE'
 	LOOP
-		EXECUTE pg_catalog.format('REVOKE %s ON %s FROM %s CASCADE', extra.privilege_type, extra.object,
+		EXECUTE pg_catalog.format('REVOKE %s ON %s FROM %s CASCADE',
+								  extra.privilege_type, extra.object,
 								  CASE WHEN extra.grantee = 0 THEN 'PUBLIC'
-									   ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(extra.grantee)) END);
+									   ELSE pg_catalog.quote_ident(
+										   pg_catalog.pg_get_userbyid(extra.grantee)) END);
 	END LOOP;
 END
 $$;
@@ -77,23 +80,30 @@ DO $$
 DECLARE
 	uses text;
 BEGIN
-	SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid), ', ')
+	SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid),
+								 ', ')
 	  INTO uses
 	  FROM pg_catalog.pg_depend d
 	 WHERE d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
 	   AND d.refobjid = 'randflake_decode(bigint, bytea)'::pg_catalog.regprocedure
 	   AND (d.classid = 'pg_catalog.pg_statistic_ext'::pg_catalog.regclass
 			OR (d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
-				AND (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = d.objid) IN ('i', 'I', 'p'))
+				AND (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = d.objid)
+					IN ('i', 'I', 'p'))
 			OR (d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
 				AND (SELECT a.attgenerated FROM pg_catalog.pg_attrdef ad
-					   JOIN pg_catalog.pg_attribute a ON a.attrelid = ad.adrelid AND a.attnum = ad.adnum
+					   JOIN pg_catalog.pg_attribute a
+						 ON a.attrelid = ad.adrelid AND a.attnum = ad.adnum
 					  WHERE ad.oid = d.objid) <> ''));
 	IF uses IS NOT NULL THEN
-		RAISE EXCEPTION 'randflake_decode(bigint, bytea) is used where only immutable functions may be: %', uses
+		RAISE EXCEPTION 'randflake_decode(bigint, bytea) is used '
+						'where only immutable functions may be: %', uses
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = 'flake 1.3 makes it stable, so that no such expression keeps a key, which pg_indexes and pg_dump --schema-only show every role; a dump with it could not be restored.',
-				  HINT = 'Drop these objects (keep the decoded values in a column the application fills instead), and update again.';
+				  DETAIL = 'flake 1.3 makes it stable, so that no such expression keeps a key, '
+						   'which pg_indexes and pg_dump --schema-only show every role; '
+						   'a dump with it could not be restored.',
+				  HINT = 'Drop these objects (keep the decoded values in a column '
+						 'the application fills instead), and update again.';
 	END IF;
 END
 $$;
@@ -117,7 +127,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION flake_internal.origin_local() IS
-	'trigger of flake_origin: skip the rows a subscription''s workers write, which are another server''s';
+	'trigger of flake_origin: skip the rows a subscription''s workers write, '
+	'which are another server''s';
 CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_origin
 	FOR EACH ROW EXECUTE FUNCTION flake_internal.origin_local();
 ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;

@@ -5,8 +5,9 @@
 -- the sequences its default draws from.
 --
 CREATE FUNCTION flake_internal.migrate_key(tbl regclass, col name,
-								  OUT key_attnum int2, OUT key_type oid, OUT key_notnull boolean,
-								  OUT identity_seq oid, OUT default_oid oid, OUT default_seqs oid[])
+										   OUT key_attnum int2, OUT key_type oid,
+										   OUT key_notnull boolean, OUT identity_seq oid,
+										   OUT default_oid oid, OUT default_seqs oid[])
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -27,8 +28,10 @@ BEGIN
 	IF key_type NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) OR generated <> '' THEN
 		RAISE EXCEPTION 'column %.% is not an integer key', tbl, quote_ident(col)
 			USING ERRCODE = 'datatype_mismatch',
-				  DETAIL = format('It is %s%s; flake_migrate migrates smallint, integer and bigint keys (serial, bigserial, identity).',
-								  CASE WHEN generated <> '' THEN 'a generated column of type ' ELSE 'of type ' END,
+				  DETAIL = format('It is %s%s; flake_migrate migrates smallint, integer and bigint '
+								  'keys (serial, bigserial, identity).',
+								  CASE WHEN generated <> '' THEN 'a generated column of type '
+									   ELSE 'of type ' END,
 								  format_type(key_type, NULL));
 	END IF;
 
@@ -39,14 +42,16 @@ BEGIN
 	WHERE a.attrelid = tbl AND a.attnum = key_attnum AND a.attidentity <> '';
 	IF identity_seq IS NOT NULL THEN
 		-- dropping the identity drops its sequence, which must be unused
-		SELECT string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', ' ORDER BY 1) INTO list
+		SELECT string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', ' ORDER BY 1)
+		INTO list
 		FROM pg_depend d
 		WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = identity_seq AND d.deptype = 'n';
 		IF list IS NOT NULL THEN
 			RAISE EXCEPTION 'the identity sequence % of %.% is used by other objects',
 					identity_seq::regclass, tbl, quote_ident(col)
 				USING ERRCODE = 'dependent_objects_still_exist',
-					  DETAIL = format('Dropping the identity drops the sequence; these depend on it: %s.', list),
+					  DETAIL = format('Dropping the identity drops the sequence; '
+									  'these depend on it: %s.', list),
 					  HINT = 'Let them draw from another sequence first.';
 		END IF;
 		RETURN;
@@ -60,7 +65,8 @@ BEGIN
 	  AND d.refclassid = 'pg_class'::regclass AND s.relkind = 'S';
 	IF default_oid IS NOT NULL AND cardinality(default_seqs) = 0 THEN
 		IF def_text LIKE '%flake\_next()%' THEN
-			RAISE EXCEPTION 'column %.% already takes its ids from a flake generator', tbl, quote_ident(col)
+			RAISE EXCEPTION 'column %.% already takes its ids from a flake generator',
+					tbl, quote_ident(col)
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					  DETAIL = format('Its default is %s.', def_text);
 		END IF;
@@ -71,7 +77,8 @@ BEGIN
 	ELSIF default_oid IS NULL THEN
 		RAISE EXCEPTION 'column %.% does not take its values from a sequence', tbl, quote_ident(col)
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = 'It has no default and is not an identity column; flake_migrate migrates keys filled by a sequence (serial, bigserial, identity).',
+				  DETAIL = 'It has no default and is not an identity column; flake_migrate '
+						   'migrates keys filled by a sequence (serial, bigserial, identity).',
 				  HINT = 'Name the key column with col => ''...'' (the default is id).';
 	END IF;
 END
@@ -93,7 +100,8 @@ AS $$
 		OR (typid = 'numeric'::regtype AND (typmod = -1 OR ((typmod - 4) & 65535) = 0))
 $$;
 COMMENT ON FUNCTION flake_internal.migrate_holds_ids(oid, integer) IS
-	'flake_migrate() helper: whether a column of this type and typmod can hold ids (an integer, or a numeric without fractions)';
+	'flake_migrate() helper: whether a column of this type and typmod can hold ids '
+	'(an integer, or a numeric without fractions)';
 
 --
 -- The columns named in also => '{table.column, ...}' (an unqualified
@@ -132,9 +140,11 @@ BEGIN
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = parts[1] AND c.relname = parts[2] AND c.relkind IN ('r', 'p');
 		IF rel IS NULL THEN
-			RAISE EXCEPTION 'table %.% named in also does not exist', quote_ident(parts[1]), quote_ident(parts[2])
+			RAISE EXCEPTION 'table %.% named in also does not exist',
+					quote_ident(parts[1]), quote_ident(parts[2])
 				USING ERRCODE = 'undefined_table',
-					  HINT = 'A table without a schema is looked up in the schema of the key''s table.';
+					  HINT = 'A table without a schema is looked up '
+							 'in the schema of the key''s table.';
 		END IF;
 		SELECT a.attnum, a.atttypid, a.atttypmod INTO att
 		FROM pg_attribute a
@@ -150,7 +160,8 @@ BEGIN
 		IF NOT flake_internal.migrate_holds_ids(att.atttypid, att.atttypmod) THEN
 			RAISE EXCEPTION 'column %.% cannot hold ids', rel::regclass, quote_ident(parts[3])
 				USING ERRCODE = 'datatype_mismatch',
-					  DETAIL = format('It is of type %s; columns named in also must be smallint, integer, bigint or numeric without fractions.',
+					  DETAIL = format('It is of type %s; columns named in also must be smallint, '
+									  'integer, bigint or numeric without fractions.',
 									  format_type(att.atttypid, att.atttypmod));
 		END IF;
 		result := result || ROW(rel, att.attnum, true)::flake_internal.migrate_column;
@@ -170,7 +181,8 @@ COMMENT ON FUNCTION flake_internal.migrate_also(regclass, name, smallint, text[]
 -- whose owner the caller cannot act as is not read, and its column is
 -- listed whatever its values.
 --
-CREATE FUNCTION flake_internal.migrate_candidates(tbl regclass, col name, cols flake_internal.migrate_column[])
+CREATE FUNCTION flake_internal.migrate_candidates(tbl regclass, col name,
+												  cols flake_internal.migrate_column[])
 	RETURNS TABLE(relid oid, attnum int2, description text)
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -183,8 +195,11 @@ DECLARE
 	r			record;
 BEGIN
 	SELECT * INTO key_min, key_max
-	FROM flake_internal.migrate_read_as_owner(tbl, format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s', col, tbl),
-												 false)
+	FROM flake_internal.migrate_read_as_owner(tbl,
+											  format('SELECT CAST(min(%1$I) AS numeric), '
+													 'CAST(max(%1$I) AS numeric) FROM %2$s',
+													 col, tbl),
+											  false)
 		 AS m(lo numeric, hi numeric);
 	FOR r IN
 		WITH base(name) AS (
@@ -204,29 +219,35 @@ BEGIN
 		JOIN pg_class c ON c.oid = a.attrelid
 		JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
-		  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
+		  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+		  AND n.nspname NOT LIKE 'pg\_toast%'
 		  AND a.attnum > 0 AND NOT a.attisdropped
 		  AND flake_internal.migrate_holds_ids(a.atttypid, a.atttypmod)
-		  AND lower(a.attname) IN (SELECT names.name || '_id' FROM names UNION SELECT names.name || 'id' FROM names)
+		  AND lower(a.attname) IN (SELECT names.name || '_id' FROM names
+								   UNION
+								   SELECT names.name || 'id' FROM names)
 		  AND (a.attrelid, a.attnum) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x)
 		  AND NOT EXISTS (SELECT FROM pg_constraint f
-						  WHERE f.contype = 'f' AND f.conrelid = a.attrelid AND a.attnum = ANY (f.conkey))
+						  WHERE f.contype = 'f' AND f.conrelid = a.attrelid
+							AND a.attnum = ANY (f.conkey))
 		  AND has_column_privilege(a.attrelid, a.attnum, 'SELECT')
 		ORDER BY a.attrelid::regclass::text, a.attname
 	LOOP
 		BEGIN
 			SELECT * INTO lo, hi
 			FROM flake_internal.migrate_read_as_owner(r.attrelid::regclass,
-														 format('SELECT CAST(min(%1$I) AS numeric), CAST(max(%1$I) AS numeric) FROM %2$s',
-																r.attname, r.attrelid::regclass),
-														 false)
+													  format('SELECT CAST(min(%1$I) AS numeric), '
+															 'CAST(max(%1$I) AS numeric) FROM %2$s',
+															 r.attname, r.attrelid::regclass),
+													  false)
 				 AS m(lo numeric, hi numeric);
 			CONTINUE WHEN lo < key_min OR hi > key_max;
 			description := format('%s.%I (%s, %s)', r.attrelid::regclass, r.attname, r.type,
-								  CASE WHEN lo IS NULL THEN 'no values' ELSE format('values %s to %s', lo, hi) END);
+								  CASE WHEN lo IS NULL THEN 'no values'
+									   ELSE format('values %s to %s', lo, hi) END);
 		EXCEPTION WHEN insufficient_privilege THEN
-			description := format('%s.%I (%s, values not read: its owner is %s)', r.attrelid::regclass, r.attname,
-								  r.type, r.owner);
+			description := format('%s.%I (%s, values not read: its owner is %s)',
+								  r.attrelid::regclass, r.attname, r.type, r.owner);
 		END;
 		relid := r.attrelid;
 		attnum := r.attnum;
@@ -234,13 +255,16 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_candidates(regclass, name, flake_internal.migrate_column[]) IS
-	'flake_migrate() helper: columns that may hold the key''s values by convention, without a foreign key';
+COMMENT ON FUNCTION flake_internal.migrate_candidates(regclass, name,
+													  flake_internal.migrate_column[]) IS
+	'flake_migrate() helper: columns that may hold the key''s values by convention, '
+	'without a foreign key';
 
 --
 -- Rekeying's arguments and prerequisites; returns the mapping table's name.
 --
-CREATE FUNCTION flake_internal.migrate_map_name(tbl regclass, col name, generator text, rekey_from name)
+CREATE FUNCTION flake_internal.migrate_map_name(tbl regclass, col name, generator text,
+												rekey_from name)
 	RETURNS text
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -254,20 +278,30 @@ BEGIN
 	IF generator = 'randflake_next' THEN
 		RAISE EXCEPTION 'cannot rekey with randflake_next'
 			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = 'Randflake ids are encrypted: they do not sort by time, so they cannot carry the time of existing rows.',
-				  HINT = 'Rekey with flake_next or ulidflake_next, or migrate without rekey_from so that only new rows get randflake ids.';
+				  DETAIL = 'Randflake ids are encrypted: they do not sort by time, '
+						   'so they cannot carry the time of existing rows.',
+				  HINT = 'Rekey with flake_next or ulidflake_next, or migrate without rekey_from '
+						 'so that only new rows get randflake ids.';
 	END IF;
-	IF generator = 'flake_next' AND coalesce(current_setting('flake.rekey_nodes', true), '') = '' THEN
+	IF generator = 'flake_next'
+	   AND coalesce(current_setting('flake.rekey_nodes', true), '') = '' THEN
 		RAISE EXCEPTION 'flake.rekey_nodes is empty'
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = 'Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys.',
-				  HINT = 'Leave some nodes out of flake.nodes, here and on every server that shares keys, and name them in flake.rekey_nodes, for example flake.nodes = ''0-1015'' and flake.rekey_nodes = ''1016-1023''; then restart the server.';
+				  DETAIL = 'Rekeyed ids lie in the past, where live ids may exist on every node '
+						   'of flake.nodes, so they are made on nodes reserved for rekeys.',
+				  HINT = 'Leave some nodes out of flake.nodes, here and on every server '
+						 'that shares keys, and name them in flake.rekey_nodes, for example '
+						 'flake.nodes = ''0-1015'' and flake.rekey_nodes = ''1016-1023''; '
+						 'then restart the server.';
 	END IF;
-	IF NOT has_function_privilege('@extschema@.flake_rekey_claim(regclass, name, boolean)', 'EXECUTE') THEN
+	IF NOT has_function_privilege('@extschema@.flake_rekey_claim(regclass, name, boolean)',
+								  'EXECUTE') THEN
 		RAISE EXCEPTION 'permission denied for function flake_rekey_claim'
 			USING ERRCODE = 'insufficient_privilege',
-				  DETAIL = 'A rekey claims a node of flake.rekey_nodes (or a band of ulidflake ids) for this server''s ids.',
-				  HINT = 'Rekey as a superuser, or GRANT EXECUTE ON FUNCTION flake_rekey_claim(regclass, name, boolean) to the role.';
+				  DETAIL = 'A rekey claims a node of flake.rekey_nodes '
+						   '(or a band of ulidflake ids) for this server''s ids.',
+				  HINT = 'Rekey as a superuser, or GRANT EXECUTE ON FUNCTION '
+						 'flake_rekey_claim(regclass, name, boolean) to the role.';
 	END IF;
 	SELECT a.atttypid INTO rekey_type
 	FROM pg_attribute a
@@ -280,7 +314,8 @@ BEGIN
 	IF rekey_type NOT IN ('timestamptz'::regtype, 'timestamp'::regtype, 'date'::regtype) THEN
 		RAISE EXCEPTION 'column %.% cannot give the time of rows', tbl, quote_ident(rekey_from)
 			USING ERRCODE = 'datatype_mismatch',
-				  DETAIL = format('It is of type %s; rekey_from needs timestamptz, timestamp or date.',
+				  DETAIL = format('It is of type %s; '
+								  'rekey_from needs timestamptz, timestamp or date.',
 								  format_type(rekey_type, NULL));
 	END IF;
 	IF NOT EXISTS (
@@ -290,7 +325,8 @@ BEGIN
 			  AND x.indkey[0] = a.attnum AND x.indpred IS NULL) THEN
 		RAISE EXCEPTION 'column %.% is not a key', tbl, quote_ident(col)
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = 'Rekeying maps each old id to one new id, so the column must be NOT NULL and unique on its own.',
+				  DETAIL = 'Rekeying maps each old id to one new id, '
+						   'so the column must be NOT NULL and unique on its own.',
 				  HINT = 'Add a primary key or a unique constraint on the column first.';
 	END IF;
 
@@ -311,7 +347,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION flake_internal.migrate_map_name(regclass, name, text, name) IS
-	'flake_migrate() helper: check a rekey''s arguments and prerequisites, and name its mapping table';
+	'flake_migrate() helper: check a rekey''s arguments and prerequisites, '
+	'and name its mapping table';
 
 --
 -- The columns that reference the key through foreign keys (also composite
@@ -321,10 +358,11 @@ COMMENT ON FUNCTION flake_internal.migrate_map_name(regclass, name, text, name) 
 -- new one appears.  The locks come before the checks that read data.
 --
 CREATE FUNCTION flake_internal.migrate_closure(tbl regclass, col name, key_attnum int2,
-									  extra flake_internal.migrate_column[], to_ulid boolean,
-									  rekey boolean, dry_run boolean,
-									  OUT cols flake_internal.migrate_column[], OUT touched oid[],
-									  OUT locks flake_internal.migrate_step[])
+											   extra flake_internal.migrate_column[],
+											   to_ulid boolean, rekey boolean, dry_run boolean,
+											   OUT cols flake_internal.migrate_column[],
+											   OUT touched oid[],
+											   OUT locks flake_internal.migrate_step[])
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -350,8 +388,10 @@ BEGIN
 			WHERE c.confkey[k] = refs.attnum
 		)
 		SELECT array_agg(ROW(refs.relid, refs.attnum,
-							 a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'numeric'::regtype) OR to_ulid OR rekey)::flake_internal.migrate_column
-						 ORDER BY refs.relid <> tbl, refs.attnum <> key_attnum, refs.relid, refs.attnum)
+							 a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'numeric'::regtype)
+							 OR to_ulid OR rekey)::flake_internal.migrate_column
+						 ORDER BY refs.relid <> tbl, refs.attnum <> key_attnum,
+								  refs.relid, refs.attnum)
 		INTO cols
 		FROM refs JOIN pg_attribute a ON a.attrelid = refs.relid AND a.attnum = refs.attnum;
 
@@ -366,12 +406,14 @@ BEGIN
 		FOREACH t IN ARRAY touched LOOP
 			CONTINUE WHEN t = ANY (checked);
 			BEGIN
-				locks := locks || flake_internal.migrate_lock(t, format('%s.%I', tbl, col), dry_run);
+				locks := locks || flake_internal.migrate_lock(t, format('%s.%I', tbl, col),
+															  dry_run);
 			EXCEPTION WHEN insufficient_privilege THEN
 				IF NOT dry_run THEN
 					RAISE;
 				END IF;
-				GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+				GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+										det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 				locks := locks || flake_internal.migrate_blocked(msg, state, det, hint);
 			END;
 			checked := checked || t;
@@ -381,5 +423,8 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_closure(regclass, name, smallint, flake_internal.migrate_column[], boolean, boolean, boolean) IS
-	'flake_migrate() helper: the columns that reference the key, transitively, and the tables to alter, locked';
+COMMENT ON FUNCTION flake_internal.migrate_closure(regclass, name, smallint,
+												   flake_internal.migrate_column[],
+												   boolean, boolean, boolean) IS
+	'flake_migrate() helper: the columns that reference the key, transitively, '
+	'and the tables to alter, locked';

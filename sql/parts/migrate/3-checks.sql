@@ -6,8 +6,9 @@
 -- depend on a column whose type changes.  Each is an error, or with
 -- collect (a dry run) a blocked step in the result.
 --
-CREATE FUNCTION flake_internal.migrate_check_types(tbl regclass, col name, cols flake_internal.migrate_column[],
-									   touched oid[])
+CREATE FUNCTION flake_internal.migrate_check_types(tbl regclass, col name,
+												   cols flake_internal.migrate_column[],
+												   touched oid[])
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -29,11 +30,13 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_check_types(regclass, name, flake_internal.migrate_column[], oid[]) IS
+COMMENT ON FUNCTION flake_internal.migrate_check_types(regclass, name,
+													   flake_internal.migrate_column[], oid[]) IS
 	'flake_migrate() check: every column that references the key holds integers, or an error';
 
-CREATE FUNCTION flake_internal.migrate_check_numeric(tbl regclass, col name, cols flake_internal.migrate_column[],
-									   touched oid[])
+CREATE FUNCTION flake_internal.migrate_check_numeric(tbl regclass, col name,
+													 cols flake_internal.migrate_column[],
+													 touched oid[])
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -54,23 +57,32 @@ BEGIN
 		  AND pg_has_role(c.relowner, 'USAGE')
 	LOOP
 		SELECT * INTO cnt
-		FROM flake_internal.migrate_read_as_owner(r.rel, format('SELECT count(*) FROM %s WHERE %I <> trunc(%2$I) OR %2$I NOT BETWEEN -9223372036854775808 AND 9223372036854775807',
-																   r.rel, r.attname),
-													 false)
+		FROM flake_internal.migrate_read_as_owner(r.rel,
+												  format('SELECT count(*) FROM %s '
+														 'WHERE %I <> trunc(%2$I) '
+														 'OR %2$I NOT BETWEEN -9223372036854775808 '
+														 'AND 9223372036854775807',
+														 r.rel, r.attname),
+												  false)
 			 AS n(cnt bigint);
 		IF cnt > 0 THEN
-			RAISE EXCEPTION 'column %.% holds values that are not ids', r.rel, quote_ident(r.attname)
+			RAISE EXCEPTION 'column %.% holds values that are not ids',
+					r.rel, quote_ident(r.attname)
 				USING ERRCODE = 'numeric_value_out_of_range',
-					  DETAIL = format('Rows with a fraction or a value beyond bigint: %s. The column becomes bigint.', cnt);
+					  DETAIL = format('Rows with a fraction or a value beyond bigint: %s. '
+									  'The column becomes bigint.', cnt);
 		END IF;
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_check_numeric(regclass, name, flake_internal.migrate_column[], oid[]) IS
-	'flake_migrate() check: the values of numeric columns that become bigint are whole and fit, or an error';
+COMMENT ON FUNCTION flake_internal.migrate_check_numeric(regclass, name,
+														 flake_internal.migrate_column[], oid[]) IS
+	'flake_migrate() check: the values of numeric columns that become bigint '
+	'are whole and fit, or an error';
 
-CREATE FUNCTION flake_internal.migrate_check_foreign_keys(tbl regclass, col name, cols flake_internal.migrate_column[],
-									   touched oid[])
+CREATE FUNCTION flake_internal.migrate_check_foreign_keys(tbl regclass, col name,
+														  cols flake_internal.migrate_column[],
+														  touched oid[])
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -80,8 +92,9 @@ DECLARE
 BEGIN
 	-- a foreign key from one of the columns to a column that keeps its
 	-- values would stop the new ids
-	SELECT string_agg(format('%s (%s.%I) references %s.%I', c.conname, c.conrelid::regclass, a.attname,
-							 c.confrelid::regclass, fa.attname), ', ' ORDER BY c.conrelid, c.conname, k)
+	SELECT string_agg(format('%s (%s.%I) references %s.%I', c.conname, c.conrelid::regclass,
+							 a.attname, c.confrelid::regclass, fa.attname),
+					  ', ' ORDER BY c.conrelid, c.conname, k)
 	INTO list
 	FROM unnest(cols) u
 	JOIN pg_constraint c ON c.contype = 'f' AND c.conrelid = u.relid
@@ -91,18 +104,24 @@ BEGIN
 	WHERE c.conkey[k] = u.attnum
 	  AND (c.confrelid, c.confkey[k]) NOT IN (SELECT x.relid, x.attnum FROM unnest(cols) x);
 	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'columns that would get ids of %.% also reference other keys', tbl, quote_ident(col)
+		RAISE EXCEPTION 'columns that would get ids of %.% also reference other keys',
+				tbl, quote_ident(col)
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('Foreign keys: %s; their values must exist there too.', list),
-				  HINT = 'Migrate the table they reference instead (the columns referencing its key follow), or drop those foreign keys first.';
+				  HINT = 'Migrate the table they reference instead (the columns referencing '
+						 'its key follow), or drop those foreign keys first.';
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_check_foreign_keys(regclass, name, flake_internal.migrate_column[], oid[]) IS
-	'flake_migrate() check: the columns to change reference no key that keeps its values, or an error';
+COMMENT ON FUNCTION flake_internal.migrate_check_foreign_keys(regclass, name,
+															  flake_internal.migrate_column[],
+															  oid[]) IS
+	'flake_migrate() check: the columns to change reference no key that keeps its values, '
+	'or an error';
 
-CREATE FUNCTION flake_internal.migrate_check_citus(tbl regclass, col name, cols flake_internal.migrate_column[],
-									   touched oid[])
+CREATE FUNCTION flake_internal.migrate_check_citus(tbl regclass, col name,
+												   cols flake_internal.migrate_column[],
+												   touched oid[])
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -119,22 +138,34 @@ BEGIN
 			JOIN pg_attribute a ON a.attrelid = p.logicalrelid
 				AND a.attnum = substring(p.partkey FROM ':varattno (\d+)')::int2
 			WHERE (p.logicalrelid = $2 AND a.attname = $3)
-			   OR (a.attrelid, a.attnum) IN (SELECT u.relid, u.attnum FROM unnest($1) u WHERE u.changes)
+			   OR (a.attrelid, a.attnum) IN (SELECT u.relid, u.attnum FROM unnest($1) u
+											 WHERE u.changes)
 		$q$ INTO list USING cols, tbl, col;
 		IF list IS NOT NULL THEN
-			RAISE EXCEPTION 'cannot migrate %.%: Citus distributes tables by the columns it would change', tbl, quote_ident(col)
+			RAISE EXCEPTION 'cannot migrate %.%: '
+							'Citus distributes tables by the columns it would change',
+					tbl, quote_ident(col)
 				USING ERRCODE = 'feature_not_supported',
-					  DETAIL = format('Distribution columns: %s. Citus changes neither the default nor the type of a distribution column.', list),
-					  HINT = format('Give the key its default before distributing the table (ALTER TABLE ... SET DEFAULT, then create_distributed_table), or: SELECT undistribute_table(%L); then flake_migrate, then create_distributed_table again with the same distribution column and co-location.', tbl::text);
+					  DETAIL = format('Distribution columns: %s. '
+									  'Citus changes neither the default nor the type '
+									  'of a distribution column.', list),
+					  HINT = format('Give the key its default before distributing the table '
+									'(ALTER TABLE ... SET DEFAULT, then create_distributed_table), '
+									'or: SELECT undistribute_table(%L); then flake_migrate, '
+									'then create_distributed_table again '
+									'with the same distribution column and co-location.',
+									tbl::text);
 		END IF;
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_check_citus(regclass, name, flake_internal.migrate_column[], oid[]) IS
+COMMENT ON FUNCTION flake_internal.migrate_check_citus(regclass, name,
+													   flake_internal.migrate_column[], oid[]) IS
 	'flake_migrate() check: no column to change distributes a Citus table, or an error';
 
-CREATE FUNCTION flake_internal.migrate_check_hierarchy(tbl regclass, col name, cols flake_internal.migrate_column[],
-									   touched oid[])
+CREATE FUNCTION flake_internal.migrate_check_hierarchy(tbl regclass, col name,
+													   cols flake_internal.migrate_column[],
+													   touched oid[])
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -144,7 +175,8 @@ DECLARE
 BEGIN
 	-- the tables, each on its own
 	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-		SELECT format(CASE WHEN c.relispartition THEN '%s is a partition of %s' ELSE '%s inherits from %s' END,
+		SELECT format(CASE WHEN c.relispartition THEN '%s is a partition of %s'
+						   ELSE '%s inherits from %s' END,
 					  h.inhrelid::regclass, h.inhparent::regclass) AS x
 		FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
 		WHERE h.inhrelid = ANY (touched) OR h.inhparent = ANY (touched)
@@ -157,15 +189,20 @@ BEGIN
 		RAISE EXCEPTION 'cannot migrate tables of a partitioned or inheritance hierarchy'
 			USING ERRCODE = 'feature_not_supported',
 				  DETAIL = format('%s.', list),
-				  HINT = 'flake_migrate changes single tables; migrate the key of a partitioned table by hand.';
+				  HINT = 'flake_migrate changes single tables; '
+						 'migrate the key of a partitioned table by hand.';
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_check_hierarchy(regclass, name, flake_internal.migrate_column[], oid[]) IS
-	'flake_migrate() check: no table to alter is in a partitioned or inheritance hierarchy, or an error';
+COMMENT ON FUNCTION flake_internal.migrate_check_hierarchy(regclass, name,
+														   flake_internal.migrate_column[],
+														   oid[]) IS
+	'flake_migrate() check: no table to alter is in a partitioned or inheritance hierarchy, '
+	'or an error';
 
-CREATE FUNCTION flake_internal.migrate_check_dependents(tbl regclass, col name, cols flake_internal.migrate_column[],
-									   touched oid[])
+CREATE FUNCTION flake_internal.migrate_check_dependents(tbl regclass, col name,
+														cols flake_internal.migrate_column[],
+														touched oid[])
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -177,7 +214,8 @@ BEGIN
 	SELECT string_agg(DISTINCT x, ', ' ORDER BY x) INTO list FROM (
 		SELECT CASE
 			WHEN d.classid = 'pg_rewrite'::regclass AND w.rulename = '_RETURN'
-				THEN format('%s %s', CASE v.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
+				THEN format('%s %s',
+							CASE v.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
 							w.ev_class::regclass)
 			ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END AS x
 		FROM unnest(cols) u
@@ -194,14 +232,20 @@ BEGIN
 		  AND NOT (d.classid = 'pg_attrdef'::regclass AND ad.adrelid = u.relid
 				   AND ad.adnum = u.attnum)) s;
 	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot change the type of %.% and the columns referencing it', tbl, quote_ident(col)
+		RAISE EXCEPTION 'cannot change the type of %.% and the columns referencing it',
+				tbl, quote_ident(col)
 			USING ERRCODE = 'feature_not_supported',
 				  DETAIL = format('These objects depend on the columns: %s.', list),
-				  HINT = 'Drop them in the same transaction before flake_migrate and create them again after it (pg_get_viewdef() and pg_get_triggerdef() show their definitions; grant their privileges again).';
+				  HINT = 'Drop them in the same transaction before flake_migrate '
+						 'and create them again after it '
+						 '(pg_get_viewdef() and pg_get_triggerdef() show their definitions; '
+						 'grant their privileges again).';
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_check_dependents(regclass, name, flake_internal.migrate_column[], oid[]) IS
+COMMENT ON FUNCTION flake_internal.migrate_check_dependents(regclass, name,
+															flake_internal.migrate_column[],
+															oid[]) IS
 	'flake_migrate() check: no object depends on a column whose type changes, or an error';
 
 --
@@ -209,8 +253,9 @@ COMMENT ON FUNCTION flake_internal.migrate_check_dependents(regclass, name, flak
 -- blocked step of the result instead, so that all are shown at once.  Every
 -- check takes the same arguments, so that they can be run from one list.
 --
-CREATE FUNCTION flake_internal.migrate_blockers(tbl regclass, col name, cols flake_internal.migrate_column[],
-									   touched oid[], collect boolean)
+CREATE FUNCTION flake_internal.migrate_blockers(tbl regclass, col name,
+												cols flake_internal.migrate_column[],
+												touched oid[], collect boolean)
 	RETURNS flake_internal.migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -223,7 +268,8 @@ DECLARE
 	det			text;
 	hint		text;
 BEGIN
-	FOREACH check_name IN ARRAY ARRAY['types', 'numeric', 'foreign_keys', 'citus', 'hierarchy', 'dependents']
+	FOREACH check_name IN ARRAY ARRAY['types', 'numeric', 'foreign_keys', 'citus', 'hierarchy',
+									  'dependents']
 	LOOP
 		BEGIN
 			EXECUTE format('SELECT flake_internal.migrate_check_%s($1, $2, $3, $4)', check_name)
@@ -232,12 +278,15 @@ BEGIN
 			IF NOT collect THEN
 				RAISE;
 			END IF;
-			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+									det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 			found := found || flake_internal.migrate_blocked(msg, state, det, hint);
 		END;
 	END LOOP;
 	RETURN found;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_blockers(regclass, name, flake_internal.migrate_column[], oid[], boolean) IS
-	'flake_migrate() helper: objects that would stop the migration, as errors or as a dry run''s blocked steps';
+COMMENT ON FUNCTION flake_internal.migrate_blockers(regclass, name, flake_internal.migrate_column[],
+													oid[], boolean) IS
+	'flake_migrate() helper: objects that would stop the migration, '
+	'as errors or as a dry run''s blocked steps';

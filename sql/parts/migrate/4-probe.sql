@@ -12,7 +12,7 @@
 -- security-restricted operation, as ALTER TABLE and REINDEX run them.
 --
 CREATE FUNCTION flake_internal.migrate_probe_expressions(cols flake_internal.migrate_column[],
-												generator text, first_id bigint)
+														 generator text, first_id bigint)
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -37,7 +37,8 @@ BEGIN
 			GROUP BY x.relid
 		)
 		SELECT u.relid, u.atts, o.what, o.expr, o.is_check,
-			   (SELECT CASE WHEN count(*) = 1 THEN min(x) END FROM unnest(o.uses) x WHERE x = ANY (u.atts)) AS att
+			   (SELECT CASE WHEN count(*) = 1 THEN min(x) END FROM unnest(o.uses) x
+				WHERE x = ANY (u.atts)) AS att
 		FROM u
 		CROSS JOIN LATERAL (
 			SELECT format('check constraint %I on %s', c.conname, c.conrelid::regclass) AS what,
@@ -45,24 +46,31 @@ BEGIN
 			FROM pg_constraint c WHERE c.contype = 'c' AND c.conrelid = u.relid
 			UNION ALL
 			SELECT format('index %s', x.indexrelid::regclass),
-				   concat_ws(', ', (SELECT string_agg(format('(%s)', pg_get_indexdef(x.indexrelid, n, false)), ', ' ORDER BY n)
-									FROM generate_series(1, x.indnatts) n WHERE x.indkey[n - 1] = 0),
+				   concat_ws(', ',
+							 (SELECT string_agg(format('(%s)',
+													   pg_get_indexdef(x.indexrelid, n, false)),
+												', ' ORDER BY n)
+							  FROM generate_series(1, x.indnatts) n WHERE x.indkey[n - 1] = 0),
 							 '(' || pg_get_expr(x.indpred, x.indrelid) || ')'),
 				   false,
 				   (SELECT array_agg(d.refobjsubid::int2) FROM pg_depend d
 					WHERE d.classid = 'pg_class'::regclass AND d.objid = x.indexrelid
 					  AND d.refclassid = 'pg_class'::regclass AND d.refobjid = x.indrelid)
-			FROM pg_index x WHERE x.indrelid = u.relid AND (x.indexprs IS NOT NULL OR x.indpred IS NOT NULL)
+			FROM pg_index x
+			WHERE x.indrelid = u.relid AND (x.indexprs IS NOT NULL OR x.indpred IS NOT NULL)
 		) o
 		WHERE o.uses && u.atts
 		ORDER BY u.relid, o.what
 	LOOP
 		FOREACH probe IN ARRAY CASE WHEN generator = 'randflake_next'
-							   THEN ARRAY[-9223372036854775808, 9223372036854775807] ELSE ARRAY[first_id] END LOOP
+							   THEN ARRAY[-9223372036854775808, 9223372036854775807]
+							   ELSE ARRAY[first_id] END LOOP
 			SELECT string_agg(CASE WHEN a.attnum = r.att
-							  THEN format('CAST(CAST(%L AS bigint) AS %s) AS %I', probe, target, a.attname)
+							  THEN format('CAST(CAST(%L AS bigint) AS %s) AS %I',
+										  probe, target, a.attname)
 							  WHEN a.attnum = ANY (r.atts)
-							  THEN format('CAST(CAST(%1$I AS bigint) AS %2$s) AS %1$I', a.attname, target)
+							  THEN format('CAST(CAST(%1$I AS bigint) AS %2$s) AS %1$I',
+										  a.attname, target)
 							  ELSE format('%I', a.attname) END, ', ' ORDER BY a.attnum)
 			INTO list
 			FROM pg_attribute a WHERE a.attrelid = r.relid AND a.attnum > 0 AND NOT a.attisdropped;
@@ -72,15 +80,21 @@ BEGIN
 				SELECT * INTO fails
 				FROM flake_internal.migrate_read_as_owner(
 					r.relid::regclass,
-					format('WITH o AS (SELECT t.* FROM (SELECT) AS one LEFT JOIN (SELECT * FROM %s LIMIT 1) AS t ON true), n AS (SELECT %s FROM o) ',
+					format('WITH o AS (SELECT t.* FROM (SELECT) AS one '
+						   'LEFT JOIN (SELECT * FROM %s LIMIT 1) AS t ON true), '
+						   'n AS (SELECT %s FROM o) ',
 						   r.relid::regclass, list)
 					|| CASE WHEN r.is_check
-					   THEN format('SELECT coalesce((SELECT %1$s FROM o), true) AND NOT coalesce((SELECT %1$s FROM n), true)', r.expr)
-					   ELSE format('SELECT (SELECT ROW(%s, true)::text FROM n) IS NULL', r.expr) END,
+					   THEN format('SELECT coalesce((SELECT %1$s FROM o), true) '
+								   'AND NOT coalesce((SELECT %1$s FROM n), true)', r.expr)
+					   ELSE format('SELECT (SELECT ROW(%s, true)::text FROM n) IS NULL',
+								   r.expr) END,
 					to_ulid) AS p(fails boolean);
 				IF r.is_check AND fails THEN
 					problems := problems || format('%s is false for them in column %I', r.what,
-												   (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = r.relid AND a.attnum = r.att));
+												   (SELECT a.attname FROM pg_attribute a
+													WHERE a.attrelid = r.relid
+													  AND a.attnum = r.att));
 					EXIT;
 				END IF;
 			EXCEPTION WHEN OTHERS THEN
@@ -94,13 +108,17 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('%s.', array_to_string(problems, '; ')),
 				  HINT = 'Drop or change them in the same transaction before flake_migrate'
-						 || CASE WHEN generator = 'randflake_next' THEN ' (randflake ids take any bigint value, negative ones too)' ELSE '' END
+						 || CASE WHEN generator = 'randflake_next'
+								 THEN ' (randflake ids take any bigint value, negative ones too)'
+								 ELSE '' END
 						 || ', and create them again after it in a form that takes the new ids.';
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_probe_expressions(flake_internal.migrate_column[], text, bigint) IS
-	'flake_migrate() helper: check the generator''s ids against the constraints and index expressions on the columns that get them';
+COMMENT ON FUNCTION flake_internal.migrate_probe_expressions(flake_internal.migrate_column[],
+															 text, bigint) IS
+	'flake_migrate() helper: check the generator''s ids against the constraints '
+	'and index expressions on the columns that get them';
 
 --
 -- The generator's ids against the data: the next id must sort above every
@@ -108,8 +126,9 @@ COMMENT ON FUNCTION flake_internal.migrate_probe_expressions(flake_internal.migr
 -- indexes on the columns that get the ids must take them (above).  Returns
 -- the notes for the plan.
 --
-CREATE FUNCTION flake_internal.migrate_probe(tbl regclass, col name, cols flake_internal.migrate_column[],
-									generator text, first_id bigint, rekey boolean)
+CREATE FUNCTION flake_internal.migrate_probe(tbl regclass, col name,
+											 cols flake_internal.migrate_column[],
+											 generator text, first_id bigint, rekey boolean)
 	RETURNS flake_internal.migrate_step[]
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -122,26 +141,41 @@ DECLARE
 	max_old		bigint;
 BEGIN
 	IF generator = 'randflake_next' THEN
-		notes := notes || ROW('note', 'randflake_next() ids are encrypted: they do not sort by time, nor above the existing keys; they are unique among themselves on this server, and the primary key refuses the rare one equal to an old key', false, false, NULL)::flake_internal.migrate_step;
+		notes := notes || ROW('note',
+							  'randflake_next() ids are encrypted: they do not sort by time, '
+							  'nor above the existing keys; they are unique among themselves '
+							  'on this server, and the primary key refuses the rare one '
+							  'equal to an old key',
+							  false, false, NULL)::flake_internal.migrate_step;
 	ELSIF NOT rekey THEN
 		SELECT * INTO max_old
-		FROM flake_internal.migrate_read_as_owner(tbl, format('SELECT max(CAST(%I AS bigint)) FROM %s', col, tbl), false)
+		FROM flake_internal.migrate_read_as_owner(tbl,
+												  format('SELECT max(CAST(%I AS bigint)) FROM %s',
+														 col, tbl),
+												  false)
 			 AS m(max_old bigint);
 		IF max_old >= first_id THEN
-			RAISE EXCEPTION '%.% holds keys above the ids % would issue', tbl, quote_ident(col), gen_call
+			RAISE EXCEPTION '%.% holds keys above the ids % would issue',
+					tbl, quote_ident(col), gen_call
 				USING ERRCODE = 'numeric_value_out_of_range',
-					  DETAIL = format('The largest key is %s; the next generated id is %s.', max_old, first_id),
-					  HINT = 'New ids would not sort after existing rows; rekey the rows (rekey_from) or keep the sequence.';
+					  DETAIL = format('The largest key is %s; the next generated id is %s.',
+									  max_old, first_id),
+					  HINT = 'New ids would not sort after existing rows; '
+							 'rekey the rows (rekey_from) or keep the sequence.';
 		END IF;
 	END IF;
 	IF to_ulid THEN
 		SELECT * INTO cnt
-		FROM flake_internal.migrate_read_as_owner(tbl, format('SELECT count(*) FROM %s WHERE %I < 0', tbl, col), false)
+		FROM flake_internal.migrate_read_as_owner(tbl,
+												  format('SELECT count(*) FROM %s WHERE %I < 0',
+														 tbl, col),
+												  false)
 			 AS n(cnt bigint);
 		IF cnt > 0 THEN
 			RAISE EXCEPTION '%.% has negative keys', tbl, quote_ident(col)
 				USING ERRCODE = 'numeric_value_out_of_range',
-					  DETAIL = format('Rows with a key below 0: %s. A ulidflake is a non-negative 63-bit number.', cnt),
+					  DETAIL = format('Rows with a key below 0: %s. '
+									  'A ulidflake is a non-negative 63-bit number.', cnt),
 					  HINT = 'Migrate to flake_next instead, or renumber those rows first.';
 		END IF;
 	END IF;
@@ -150,5 +184,7 @@ BEGIN
 	RETURN notes;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_probe(regclass, name, flake_internal.migrate_column[], text, bigint, boolean) IS
-	'flake_migrate() helper: check the generator''s ids against the keys that stay, constraints and indexes';
+COMMENT ON FUNCTION flake_internal.migrate_probe(regclass, name, flake_internal.migrate_column[],
+												 text, bigint, boolean) IS
+	'flake_migrate() helper: check the generator''s ids against the keys that stay, '
+	'constraints and indexes';

@@ -3,7 +3,8 @@
 --
 -- flake_migrate()'s arguments, and the isolation level it runs at, checked.
 --
-CREATE FUNCTION flake_internal.migrate_arguments(tbl regclass, col name, generator text, dry_run boolean, undatable text)
+CREATE FUNCTION flake_internal.migrate_arguments(tbl regclass, col name, generator text,
+												 dry_run boolean, undatable text)
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -21,7 +22,8 @@ BEGIN
 	IF undatable NOT IN ('keep', 'now') THEN
 		RAISE EXCEPTION 'invalid value for undatable: "%"', undatable
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'undatable is keep (rows without a usable time keep their old ids) or now (they get ids of now).';
+				  HINT = 'undatable is keep (rows without a usable time keep their old ids) '
+						 'or now (they get ids of now).';
 	END IF;
 	IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = tbl AND c.relkind IN ('r', 'p')) THEN
 		RAISE EXCEPTION '% is not a table', tbl
@@ -35,8 +37,12 @@ BEGIN
 		RAISE EXCEPTION 'flake_migrate runs only at the READ COMMITTED isolation level, not %',
 						upper(current_setting('transaction_isolation'))
 			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = 'It reads the tables once it holds their locks; this transaction''s snapshot is older, and rows committed while it waited for them would be missed.',
-				  HINT = 'Run it in a transaction at READ COMMITTED: BEGIN ISOLATION LEVEL READ COMMITTED, or SET default_transaction_isolation = ''read committed'' first.';
+				  DETAIL = 'It reads the tables once it holds their locks; '
+						   'this transaction''s snapshot is older, '
+						   'and rows committed while it waited for them would be missed.',
+				  HINT = 'Run it in a transaction at READ COMMITTED: '
+						 'BEGIN ISOLATION LEVEL READ COMMITTED, '
+						 'or SET default_transaction_isolation = ''read committed'' first.';
 	END IF;
 END
 $$;
@@ -49,9 +55,12 @@ COMMENT ON FUNCTION flake_internal.migrate_arguments(regclass, name, text, boole
 -- also saying so.  all_change: every column changes (a rekey or
 -- ulidflake), so a bigint candidate counts too.
 --
-CREATE FUNCTION flake_internal.migrate_candidate_steps(tbl regclass, col name, cols flake_internal.migrate_column[],
-											  all_change boolean, also text[], dry_run boolean,
-											  OUT notes flake_internal.migrate_step[], OUT refused flake_internal.migrate_step[])
+CREATE FUNCTION flake_internal.migrate_candidate_steps(tbl regclass, col name,
+													   cols flake_internal.migrate_column[],
+													   all_change boolean, also text[],
+													   dry_run boolean,
+													   OUT notes flake_internal.migrate_step[],
+													   OUT refused flake_internal.migrate_step[])
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -64,7 +73,9 @@ DECLARE
 BEGIN
 	refused := '{}';
 	SELECT string_agg(c.description, ', '),
-		   coalesce(array_agg(ROW('note', 'possible reference without a foreign key, left as it is: ' || c.description,
+		   coalesce(array_agg(ROW('note',
+								  'possible reference without a foreign key, left as it is: '
+								  || c.description,
 								  false, false, NULL)::flake_internal.migrate_step), '{}')
 	INTO list, notes
 	FROM flake_internal.migrate_candidates(tbl, col, cols) c
@@ -78,18 +89,24 @@ BEGIN
 		RAISE EXCEPTION 'columns of other tables may hold ids of %.%', tbl, quote_ident(col)
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('Possible references without a foreign key: %s.', list),
-				  HINT = 'Name the columns that hold its ids in also => ''{table.column, ...}'' so that they change with it, or pass also => ''{}'' to leave them as they are.';
+				  HINT = 'Name the columns that hold its ids in also => ''{table.column, ...}'' '
+						 'so that they change with it, '
+						 'or pass also => ''{}'' to leave them as they are.';
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT dry_run THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+								det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 		refused := refused || flake_internal.migrate_blocked(msg, state, det, hint);
 	END;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_candidate_steps(regclass, name, flake_internal.migrate_column[], boolean, text[], boolean) IS
-	'flake_migrate() helper: notes on possible references without a foreign key, or the refusal to leave them behind';
+COMMENT ON FUNCTION flake_internal.migrate_candidate_steps(regclass, name,
+														   flake_internal.migrate_column[],
+														   boolean, text[], boolean) IS
+	'flake_migrate() helper: notes on possible references without a foreign key, '
+	'or the refusal to leave them behind';
 
 --
 -- The steps of a rekey: the mapping table made, filled from
@@ -98,16 +115,18 @@ COMMENT ON FUNCTION flake_internal.migrate_candidate_steps(regclass, name, flake
 -- the caller's own: it holds no code of another role.  A dry run collects
 -- what stops it as blocked steps (refused).
 --
-CREATE FUNCTION flake_internal.migrate_rekey_steps(tbl regclass, col name, generator text, rekey_from name,
-										  map_rel text, first_id bigint, undatable text, touched oid[],
-										  dry_run boolean,
-										  OUT steps flake_internal.migrate_step[], OUT refused flake_internal.migrate_step[])
+CREATE FUNCTION flake_internal.migrate_rekey_steps(tbl regclass, col name, generator text,
+												   rekey_from name, map_rel text, first_id bigint,
+												   undatable text, touched oid[], dry_run boolean,
+												   OUT steps flake_internal.migrate_step[],
+												   OUT refused flake_internal.migrate_step[])
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
-	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake'
+							 ELSE 'bigint' END;
 	mapping		record;			-- migrate_rekey_query(): old and new ids
 	owners		text;
 	msg			text;
@@ -119,25 +138,30 @@ BEGIN
 	refused := '{}';
 	BEGIN
 		SELECT * INTO mapping
-		FROM flake_internal.migrate_rekey_query(tbl, col, generator, rekey_from, first_id, undatable);
+		FROM flake_internal.migrate_rekey_query(tbl, col, generator, rekey_from, first_id,
+												undatable);
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT dry_run THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+								det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 		refused := refused || flake_internal.migrate_blocked(msg, state, det, hint);
 		SELECT NULL::text AS query, NULL::text AS note INTO mapping;
 	END;
 	IF mapping.note IS NOT NULL THEN
-		steps := steps || ROW('note', mapping.note, false, false, NULL)::flake_internal.migrate_step;
+		steps := steps
+			|| ROW('note', mapping.note, false, false, NULL)::flake_internal.migrate_step;
 	END IF;
 	steps := steps
 		|| ROW('create map',
-			   format('CREATE TABLE %s (old_id bigint NOT NULL, new_id %s NOT NULL)', coalesce(map_rel, '...'), target),
+			   format('CREATE TABLE %s (old_id bigint NOT NULL, new_id %s NOT NULL)',
+					  coalesce(map_rel, '...'), target),
 			   true, false, NULL)::flake_internal.migrate_step
 		|| ROW('comment',
 			   format('COMMENT ON TABLE %s IS %L', map_rel,
-					  format('old and new ids of %s.%I, rekeyed by flake_migrate from %I', tbl, col, rekey_from)),
+					  format('old and new ids of %s.%I, rekeyed by flake_migrate from %I',
+							 tbl, col, rekey_from)),
 			   true, false, NULL)::flake_internal.migrate_step
 		|| ROW('fill map',
 			   format('INSERT INTO %s (old_id, new_id) SELECT old_id, %s FROM (%s) c', map_rel,
@@ -146,18 +170,21 @@ BEGIN
 			   true, true, NULL)::flake_internal.migrate_step
 		-- built after the rows are in: one sort each
 		|| ROW('index map',
-			   format('ALTER TABLE %s ADD PRIMARY KEY (old_id), ADD UNIQUE (new_id)', coalesce(map_rel, '...')),
+			   format('ALTER TABLE %s ADD PRIMARY KEY (old_id), ADD UNIQUE (new_id)',
+					  coalesce(map_rel, '...')),
 			   true, false, NULL)::flake_internal.migrate_step;
 	SELECT string_agg(DISTINCT c.relowner::regrole::text, ', ') INTO owners
 	FROM pg_class c
 	WHERE c.oid = ANY (touched) AND c.relowner <> current_user::regrole;
 	IF owners IS NOT NULL THEN
-		steps := steps || ROW('grant', format('GRANT SELECT ON %s TO %s', coalesce(map_rel, '...'), owners),
+		steps := steps || ROW('grant',
+							  format('GRANT SELECT ON %s TO %s', coalesce(map_rel, '...'), owners),
 							  true, false, NULL)::flake_internal.migrate_step;
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_rekey_steps(regclass, name, text, name, text, bigint, text, oid[], boolean) IS
+COMMENT ON FUNCTION flake_internal.migrate_rekey_steps(regclass, name, text, name, text, bigint,
+													   text, oid[], boolean) IS
 	'flake_migrate() helper: the steps that make, fill, index and grant a rekey''s mapping table';
 
 --
@@ -166,15 +193,17 @@ COMMENT ON FUNCTION flake_internal.migrate_rekey_steps(regclass, name, text, nam
 -- statement, through the mapping table, so each table is rewritten once
 -- (and no trigger, rule or policy acts on it).
 --
-CREATE FUNCTION flake_internal.migrate_alter_steps(cols flake_internal.migrate_column[], touched oid[], generator text,
-										  rekey boolean, map_rel text)
+CREATE FUNCTION flake_internal.migrate_alter_steps(cols flake_internal.migrate_column[],
+												   touched oid[], generator text,
+												   rekey boolean, map_rel text)
 	RETURNS flake_internal.migrate_step[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
-	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake'
+							 ELSE 'bigint' END;
 	steps		flake_internal.migrate_step[] := '{}';
 	t			oid;
 	list		text;
@@ -182,12 +211,16 @@ BEGIN
 	FOREACH t IN ARRAY touched LOOP
 		SELECT string_agg(format('ALTER COLUMN %I TYPE %s%s', a.attname, target,
 								 CASE WHEN rekey
-								 THEN format(' USING %s', format(CASE WHEN to_ulid THEN 'CAST(%s AS %s)' ELSE '%s' END,
-																 format('flake_internal.migrate_lookup(%L, CAST(%I AS bigint))',
-																		coalesce(map_rel, '...'), a.attname),
-																 target))
+								 THEN format(' USING %s',
+											 format(CASE WHEN to_ulid THEN 'CAST(%s AS %s)'
+														 ELSE '%s' END,
+													format('flake_internal.migrate_lookup(%L, '
+														   'CAST(%I AS bigint))',
+														   coalesce(map_rel, '...'), a.attname),
+													target))
 								 WHEN to_ulid
-								 THEN format(' USING CAST(CAST(%I AS bigint) AS %s)', a.attname, target)
+								 THEN format(' USING CAST(CAST(%I AS bigint) AS %s)',
+											 a.attname, target)
 								 ELSE '' END), ', ' ORDER BY a.attnum)
 		INTO list
 		FROM unnest(cols) u
@@ -201,8 +234,10 @@ BEGIN
 	RETURN steps;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.migrate_alter_steps(flake_internal.migrate_column[], oid[], text, boolean, text) IS
-	'flake_migrate() helper: the ALTER TABLE of each table whose columns change type or get new ids';
+COMMENT ON FUNCTION flake_internal.migrate_alter_steps(flake_internal.migrate_column[], oid[], text,
+													   boolean, text) IS
+	'flake_migrate() helper: the ALTER TABLE of each table whose columns change type '
+	'or get new ids';
 
 --
 -- Run a plan's steps in order, or with dry_run only list them; counted
@@ -210,7 +245,8 @@ COMMENT ON FUNCTION flake_internal.migrate_alter_steps(flake_internal.migrate_co
 -- (migrate_as_owner), so that the table's code never runs with the
 -- caller's rights.
 --
-CREATE FUNCTION flake_internal.migrate_run(plan flake_internal.migrate_step[], dry_run boolean, to_ulid boolean)
+CREATE FUNCTION flake_internal.migrate_run(plan flake_internal.migrate_step[], dry_run boolean,
+										   to_ulid boolean)
 	RETURNS TABLE(step integer, action text, detail text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -233,7 +269,8 @@ BEGIN
 				-- again for the new type: with ulidflake, they need its
 				-- operators
 				cnt := flake_internal.migrate_as_owner(s.as_owner_of, detail,
-														  action IN ('alter type', 'rekey') AND to_ulid);
+													   action IN ('alter type', 'rekey')
+													   AND to_ulid);
 			END IF;
 			IF s.counted THEN
 				detail := format('%s /* %s rows */', detail, cnt);
@@ -278,7 +315,8 @@ AS $migrate$
 DECLARE
 	to_ulid		boolean := generator = 'ulidflake_next';
 	rekey		boolean := rekey_from IS NOT NULL;
-	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake'
+							 ELSE 'bigint' END;
 	key			record;			-- the key column: migrate_key()
 	map_rel		text;			-- the mapping table, when rekeying
 	extra		flake_internal.migrate_column[];	-- the columns named in also
@@ -305,7 +343,8 @@ BEGIN
 			IF NOT dry_run THEN
 				RAISE;
 			END IF;
-			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+									det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 			blocked := blocked || flake_internal.migrate_blocked(msg, state, det, hint);
 		END;
 	END IF;
@@ -315,7 +354,8 @@ BEGIN
 		IF NOT dry_run THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+								det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 		blocked := blocked || flake_internal.migrate_blocked(msg, state, det, hint);
 		extra := '{}';
 	END;
@@ -326,23 +366,26 @@ BEGIN
 		|| flake_internal.migrate_blockers(tbl, col, closure.cols, closure.touched, dry_run);
 
 	SELECT plan || c.notes, blocked || c.refused INTO plan, blocked
-	FROM flake_internal.migrate_candidate_steps(tbl, col, closure.cols, rekey OR to_ulid, also, dry_run) c;
+	FROM flake_internal.migrate_candidate_steps(tbl, col, closure.cols, rekey OR to_ulid, also,
+												dry_run) c;
 
 	EXECUTE format('SELECT CAST(@extschema@.%I() AS bigint)', generator) INTO first_id;
 	BEGIN
-		plan := plan || flake_internal.migrate_probe(tbl, col, closure.cols, generator, first_id, rekey);
+		plan := plan || flake_internal.migrate_probe(tbl, col, closure.cols, generator, first_id,
+													 rekey);
 	EXCEPTION WHEN OTHERS THEN
 		IF NOT dry_run THEN
 			RAISE;
 		END IF;
-		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+		GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+								det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 		blocked := blocked || flake_internal.migrate_blocked(msg, state, det, hint);
 	END;
 
 	IF rekey THEN
 		SELECT plan || r.steps, blocked || r.refused INTO plan, blocked
 		FROM flake_internal.migrate_rekey_steps(tbl, col, generator, rekey_from, map_rel, first_id,
-												   undatable, closure.touched, dry_run) r;
+												undatable, closure.touched, dry_run) r;
 	END IF;
 
 	IF rekey OR true = ANY (SELECT c.changes FROM unnest(closure.cols) c) THEN
@@ -353,19 +396,23 @@ BEGIN
 			IF NOT dry_run THEN
 				RAISE;
 			END IF;
-			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+									det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 			blocked := blocked || flake_internal.migrate_blocked(msg, state, det, hint);
 		END;
 		plan := plan || fk_drops;
 	END IF;
 
 	plan := plan || flake_internal.migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
-													 key.default_oid, key.default_seqs);
+												  key.default_oid, key.default_seqs);
 
-	plan := plan || flake_internal.migrate_alter_steps(closure.cols, closure.touched, generator, rekey, map_rel);
+	plan := plan || flake_internal.migrate_alter_steps(closure.cols, closure.touched, generator,
+													   rekey, map_rel);
 
 	plan := plan || fk_adds
-		|| ROW('set default', format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator),
+		|| ROW('set default',
+			   format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()',
+					  tbl, col, generator),
 			   true, false, tbl)::flake_internal.migrate_step;
 
 	-- run the plan (or only show it, after what is in its way)
@@ -374,7 +421,8 @@ END
 $migrate$;
 
 COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text) IS
-	'switch a serial or identity key (and the columns referencing it) to flake ids, optionally rekeying existing rows from a time column';
+	'switch a serial or identity key (and the columns referencing it) to flake ids, '
+	'optionally rekeying existing rows from a time column';
 
 ------------------------------------------------------------------------
 -- flake_migrate_tables(): a set of tables in one call
@@ -384,10 +432,9 @@ COMMENT ON FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], t
 -- Migrate the keys of several tables, in the caller's transaction: tables
 -- whose keys others reference (through foreign keys or also) first; a
 -- referencing column is changed by the migration of the key it
--- references, once.  Each entry of
--- also is 'table.column:key_table', or 'table.column' when the column is
--- a candidate reference (see migrate_candidates) of exactly one of
--- the tables.
+-- references, once.  Each entry of also is 'table.column:key_table', or
+-- 'table.column' when the column is a candidate reference (see
+-- migrate_candidates) of exactly one of the tables.
 --
 CREATE FUNCTION flake_migrate_tables(tbls regclass[], col name DEFAULT 'id',
 									 generator text DEFAULT 'flake_next',
@@ -434,9 +481,12 @@ BEGIN
 			RAISE EXCEPTION 'cannot tell which key "%" in also references', item
 				USING ERRCODE = 'invalid_parameter_value',
 					  DETAIL = CASE WHEN cardinality(owners) = 0
-							   THEN 'It names none of the tables and is no candidate reference of any of them.'
-							   ELSE format('It could reference the keys of %s.', array_to_string(owners, ', ')) END,
-					  HINT = 'Write it as table.column:key_table, naming one of the tables being migrated.';
+							   THEN 'It names none of the tables '
+									'and is no candidate reference of any of them.'
+							   ELSE format('It could reference the keys of %s.',
+										   array_to_string(owners, ', ')) END,
+					  HINT = 'Write it as table.column:key_table, '
+							 'naming one of the tables being migrated.';
 		END IF;
 		i := array_position(ordered, owners[1]);
 		assigned[i] := concat_ws(E'\n', assigned[i], item);
@@ -450,11 +500,13 @@ BEGIN
 	), edges(child, parent) AS (
 		SELECT c.conrelid, c.confrelid
 		FROM pg_constraint c
-		WHERE c.contype = 'f' AND c.conrelid IN (SELECT t.relid FROM t) AND c.confrelid IN (SELECT t.relid FROM t)
+		WHERE c.contype = 'f' AND c.conrelid IN (SELECT t.relid FROM t)
+		  AND c.confrelid IN (SELECT t.relid FROM t)
 		UNION
 		SELECT a.relid, t.relid
-		FROM t CROSS JOIN LATERAL unnest(flake_internal.migrate_also(t.relid, col, 0::int2,
-																	  string_to_array(t.items, E'\n'))) a
+		FROM t
+		CROSS JOIN LATERAL unnest(flake_internal.migrate_also(t.relid, col, 0::int2,
+															  string_to_array(t.items, E'\n'))) a
 		WHERE a.relid IN (SELECT t.relid FROM t)
 	), refs(relid, depth) AS (
 		SELECT t.relid, 0 FROM t
@@ -475,7 +527,8 @@ BEGIN
 			SELECT m.step, m.action, m.detail
 			FROM @extschema@.flake_migrate(ordered[i], col, generator, rekey_from, dry_run,
 										   CASE WHEN also IS NOT NULL
-										   THEN coalesce(string_to_array(assigned[i], E'\n'), '{}') END,
+										   THEN coalesce(string_to_array(assigned[i], E'\n'), '{}')
+										   END,
 										   undatable) m
 		LOOP
 			RETURN NEXT;

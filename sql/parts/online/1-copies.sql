@@ -36,7 +36,8 @@
 CREATE OR REPLACE FUNCTION flake_internal.online_log() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'flake_migrate_online_log' LANGUAGE C;
 COMMENT ON FUNCTION flake_internal.online_log() IS
-	'trigger of an online migration: log the key of every row the application writes while the table is copied';
+	'trigger of an online migration: log the key of every row the application writes '
+	'while the table is copied';
 
 -- a TRUNCATE would not be logged: refused while the table is copied
 CREATE OR REPLACE FUNCTION flake_internal.online_no_truncate() RETURNS trigger
@@ -67,7 +68,8 @@ CREATE FUNCTION flake_internal.online_name(base name, suffix text)
 AS $$
 	SELECT CAST(left(base, n) || m.mark || suffix AS name)
 	FROM (SELECT CASE WHEN octet_length(base || suffix) <= 63 THEN ''
-					  ELSE '_' || lpad(to_hex(hashtextextended(base, 0) & 4294967295), 8, '0') END) m(mark),
+					  ELSE '_' || lpad(to_hex(hashtextextended(base, 0) & 4294967295), 8, '0')
+				 END) m(mark),
 		 generate_series(length(base), 0, -1) n
 	WHERE octet_length(left(base, n) || m.mark || suffix) <= 63
 	ORDER BY n DESC
@@ -101,7 +103,8 @@ AS $$
 	LIMIT 1
 $$;
 COMMENT ON FUNCTION flake_internal.online_marked(oid, text) IS
-	'online migration helper: the copy or the log of a table, found by the oid their comment records';
+	'online migration helper: the copy or the log of a table, '
+	'found by the oid their comment records';
 
 --
 -- Take back from a table the migration made (a copy, a log, the list of
@@ -126,7 +129,9 @@ BEGIN
 	IF (SELECT c.relacl FROM pg_class c WHERE c.oid = rel) IS NULL THEN
 		RETURN;
 	END IF;
-	SELECT string_agg(DISTINCT CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END, ', ') INTO grantees
+	SELECT string_agg(DISTINCT CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+									ELSE g.grantee::regrole::text END, ', ')
+	INTO grantees
 	FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) g
 	WHERE c.oid = rel;
 	IF grantees IS NOT NULL THEN
@@ -147,9 +152,9 @@ COMMENT ON FUNCTION flake_internal.online_private(regclass) IS
 -- changing columns cast to their new type.
 --
 CREATE FUNCTION flake_internal.online_tables(cols flake_internal.migrate_column[], target text)
-	RETURNS TABLE(relid oid, rel text, shadow_name name, shadow text, shadow_oid oid, log text, log_oid oid,
-				  batch_key name, batch_type text, batch_index oid, key_cast text, inserts text, copies text, alters text,
-				  apply text[])
+	RETURNS TABLE(relid oid, rel text, shadow_name name, shadow text, shadow_oid oid,
+				  log text, log_oid oid, batch_key name, batch_type text, batch_index oid,
+				  key_cast text, inserts text, copies text, alters text, apply text[])
 	LANGUAGE sql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 AS $$
@@ -158,40 +163,65 @@ AS $$
 	-- read are deleted.  In one REPEATABLE READ transaction (or under the
 	-- swap's locks) they leave the shadow equal to the table as of its
 	-- snapshot, and running them again changes nothing more.
-	SELECT t.*, CASE WHEN t.batch_key IS NOT NULL THEN ARRAY[format('DELETE FROM %s s USING %s l WHERE s.%I %s %s', t.shadow, t.log, t.batch_key,
-							 CASE WHEN t.key_cast <> '%s' AND target <> 'bigint' THEN 'OPERATOR(@extschema@.=)' ELSE '=' END,
+	SELECT t.*,
+		   CASE WHEN t.batch_key IS NOT NULL
+		   THEN ARRAY[format('DELETE FROM %s s USING %s l WHERE s.%I %s %s',
+							 t.shadow, t.log, t.batch_key,
+							 CASE WHEN t.key_cast <> '%s' AND target <> 'bigint'
+								  THEN 'OPERATOR(@extschema@.=)' ELSE '=' END,
 							 format(t.key_cast, 'l.k')),
-					  format('INSERT INTO %s (%s) SELECT %s FROM %s WHERE %I IN (SELECT l.k FROM %s l)',
+					  format('INSERT INTO %s (%s) SELECT %s FROM %s '
+							 'WHERE %I IN (SELECT l.k FROM %s l)',
 							 t.shadow, t.inserts, t.copies, t.rel, t.batch_key, t.log),
 					  format('DELETE FROM %s', t.log)] END
 	FROM (
-	SELECT c.oid AS relid, c.oid::regclass::text AS rel, coalesce(sc.relname, s.shadow_name) AS shadow_name,
-		   coalesce(sc.oid::regclass::text, format('%s.%I', c.relnamespace::regnamespace, s.shadow_name)) AS shadow,
+	SELECT c.oid AS relid, c.oid::regclass::text AS rel,
+		   coalesce(sc.relname, s.shadow_name) AS shadow_name,
+		   coalesce(sc.oid::regclass::text,
+					format('%s.%I', c.relnamespace::regnamespace, s.shadow_name)) AS shadow,
 		   sc.oid AS shadow_oid,
-		   coalesce(lc.oid::regclass::text, format('%s.%I', c.relnamespace::regnamespace, s.log_name)) AS log,
+		   coalesce(lc.oid::regclass::text,
+					format('%s.%I', c.relnamespace::regnamespace, s.log_name)) AS log,
 		   lc.oid AS log_oid,
-		   k.attname AS batch_key, format_type(k.atttypid, k.atttypmod) AS batch_type, k.indexrelid AS batch_index,
-		   CASE WHEN EXISTS (SELECT FROM unnest(cols) u WHERE u.relid = c.oid AND u.attnum = k.attnum AND u.changes)
+		   k.attname AS batch_key, format_type(k.atttypid, k.atttypmod) AS batch_type,
+		   k.indexrelid AS batch_index,
+		   CASE WHEN EXISTS (SELECT FROM unnest(cols) u
+							 WHERE u.relid = c.oid AND u.attnum = k.attnum AND u.changes)
 				THEN format('CAST(CAST(%%s AS bigint) AS %s)', target) ELSE '%s' END AS key_cast,
 		   (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)
-			FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') AS inserts,
-		   (SELECT string_agg(CASE WHEN u.changes THEN format('CAST(CAST(%I AS bigint) AS %s)', a.attname, target)
+			FROM pg_attribute a
+			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+			  AND a.attgenerated = '') AS inserts,
+		   (SELECT string_agg(CASE WHEN u.changes
+								   THEN format('CAST(CAST(%I AS bigint) AS %s)', a.attname, target)
 								   ELSE quote_ident(a.attname) END, ', ' ORDER BY a.attnum)
-			FROM pg_attribute a LEFT JOIN unnest(cols) u ON u.relid = a.attrelid AND u.attnum = a.attnum
-			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '') AS copies,
+			FROM pg_attribute a
+			LEFT JOIN unnest(cols) u ON u.relid = a.attrelid AND u.attnum = a.attnum
+			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+			  AND a.attgenerated = '') AS copies,
 		   concat_ws(', ',
-					 (SELECT string_agg(format('ALTER COLUMN %I TYPE %s USING CAST(CAST(%1$I AS bigint) AS %2$s)', a.attname, target)
+					 (SELECT string_agg(format('ALTER COLUMN %I TYPE %s '
+											   'USING CAST(CAST(%1$I AS bigint) AS %2$s)',
+											   a.attname, target)
 										-- the key's sequence is the table's alone
-										|| CASE WHEN u.relid = cols[1].relid AND u.attnum = cols[1].attnum
-										   THEN format(', ALTER COLUMN %I DROP DEFAULT', a.attname) ELSE '' END,
+										|| CASE WHEN u.relid = cols[1].relid
+													 AND u.attnum = cols[1].attnum
+												THEN format(', ALTER COLUMN %I DROP DEFAULT',
+															a.attname)
+												ELSE '' END,
 										', ' ORDER BY a.attnum)
-					  FROM unnest(cols) u JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
+					  FROM unnest(cols) u
+					  JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 					  WHERE u.relid = c.oid AND u.changes),
 					 -- the columns' statistics targets and options, which LIKE leaves
-					 (SELECT string_agg(concat_ws(', ', CASE WHEN a.attstattarget >= 0
-														THEN format('ALTER COLUMN %I SET STATISTICS %s', a.attname, a.attstattarget) END,
+					 (SELECT string_agg(concat_ws(', ',
+												  CASE WHEN a.attstattarget >= 0
+												  THEN format('ALTER COLUMN %I SET STATISTICS %s',
+															  a.attname, a.attstattarget) END,
 												  CASE WHEN cardinality(a.attoptions) > 0
-												  THEN format('ALTER COLUMN %I SET (%s)', a.attname, array_to_string(a.attoptions, ', ')) END),
+												  THEN format('ALTER COLUMN %I SET (%s)', a.attname,
+															  array_to_string(a.attoptions, ', '))
+												  END),
 										', ' ORDER BY a.attnum)
 					  FROM pg_attribute a
 					  WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -213,4 +243,5 @@ AS $$
 	ORDER BY t.relid
 $$;
 COMMENT ON FUNCTION flake_internal.online_tables(flake_internal.migrate_column[], text) IS
-	'online migration helper: the tables to copy, their shadows and logs, and how to copy their rows';
+	'online migration helper: the tables to copy, their shadows and logs, '
+	'and how to copy their rows';

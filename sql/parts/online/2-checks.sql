@@ -18,7 +18,7 @@
 -- subscription or a publication may come while the rows are copied).
 --
 CREATE FUNCTION flake_internal.online_check_replication(cols flake_internal.migrate_column[],
-																	  target text)
+														target text)
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -30,50 +30,67 @@ DECLARE
 	whole		boolean;
 	listed		boolean;
 BEGIN
-	SELECT string_agg(format('%s (subscription %s)', r.srrelid::regclass, quote_ident(s.subname)), ', '
-					  ORDER BY r.srrelid::regclass::text, s.subname)
+	SELECT string_agg(format('%s (subscription %s)', r.srrelid::regclass, quote_ident(s.subname)),
+					  ', ' ORDER BY r.srrelid::regclass::text, s.subname)
 	INTO list
 	FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid
 	WHERE r.srrelid = ANY (copied);
 	IF list IS NOT NULL THEN
 		RAISE EXCEPTION 'cannot migrate tables online that a subscription writes into'
 			USING ERRCODE = 'feature_not_supported',
-				  DETAIL = format('%s. The swap puts a copy in the place of each table, and the subscription''s state for a table '
-								  '(pg_subscription_rel) goes with the table: the subscription would skip its changes from then on.', list),
-				  HINT = 'Migrate them with flake_migrate() (offline), which changes the tables in place (the subscription''s '
-						 'writes wait for it), or migrate the tables on the publisher.';
+				  DETAIL = format('%s. The swap puts a copy in the place of each table, '
+								  'and the subscription''s state for a table '
+								  '(pg_subscription_rel) goes with the table: '
+								  'the subscription would skip its changes from then on.', list),
+				  HINT = 'Migrate them with flake_migrate() (offline), which changes the tables '
+						 'in place (the subscription''s writes wait for it), '
+						 'or migrate the tables on the publisher.';
 	END IF;
 
 	-- the copies' schemas, and the key's table's (the list of foreign keys)
 	schemas := ARRAY(SELECT c.relnamespace FROM pg_class c
-					 WHERE c.oid = ANY (copied) OR (c.oid = cols[1].relid AND cardinality(copied) > 0));
-	SELECT string_agg(DISTINCT x, ', '), bool_or(NOT s.listed), bool_or(s.listed) INTO list, whole, listed FROM (
-		SELECT format('publication %s (FOR ALL TABLES)', quote_ident(p.pubname)) AS x, false AS listed
+					 WHERE c.oid = ANY (copied)
+						OR (c.oid = cols[1].relid AND cardinality(copied) > 0));
+	SELECT string_agg(DISTINCT x, ', '), bool_or(NOT s.listed), bool_or(s.listed)
+	INTO list, whole, listed
+	FROM (
+		SELECT format('publication %s (FOR ALL TABLES)', quote_ident(p.pubname)) AS x,
+			   false AS listed
 		FROM pg_publication p
 		WHERE p.puballtables AND cardinality(copied) > 0
 		UNION ALL
-		SELECT format('publication %s (FOR TABLES IN SCHEMA %s)', quote_ident(p.pubname), n.pnnspid::regnamespace), false
+		SELECT format('publication %s (FOR TABLES IN SCHEMA %s)', quote_ident(p.pubname),
+					  n.pnnspid::regnamespace), false
 		FROM pg_publication_namespace n JOIN pg_publication p ON p.oid = n.pnpubid
 		WHERE n.pnnspid = ANY (schemas)
 		UNION ALL
-		SELECT format('publication %s (FOR TABLE %s)', quote_ident(p.pubname), r.prrelid::regclass), true
+		SELECT format('publication %s (FOR TABLE %s)', quote_ident(p.pubname),
+					  r.prrelid::regclass), true
 		FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
 		WHERE r.prrelid = ANY (copied)) s;
 	IF list IS NOT NULL THEN
 		RAISE EXCEPTION 'cannot migrate tables online that a publication publishes'
 			USING ERRCODE = 'feature_not_supported',
 				  DETAIL = format('%s.', list)
-						   || CASE WHEN whole THEN ' The copies of the tables and their logs, made in the tables'' schemas, would be '
-								   'published too, which no subscriber has: its apply worker would stop, for every table.' ELSE '' END
-						   || CASE WHEN listed THEN ' The copy put in the place of a table would not be in the publications '
-								   'that list the table.' ELSE '' END,
-				  HINT = 'Migrate the tables with flake_migrate() (offline), which changes them in place and keeps them in '
-						 'their publications.';
+						   || CASE WHEN whole
+								   THEN ' The copies of the tables and their logs, '
+										'made in the tables'' schemas, would be published too, '
+										'which no subscriber has: its apply worker would stop, '
+										'for every table.'
+								   ELSE '' END
+						   || CASE WHEN listed
+								   THEN ' The copy put in the place of a table '
+										'would not be in the publications that list the table.'
+								   ELSE '' END,
+				  HINT = 'Migrate the tables with flake_migrate() (offline), '
+						 'which changes them in place and keeps them in their publications.';
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.online_check_replication(flake_internal.migrate_column[], text) IS
-	'online migration check: no subscription writes into a table to copy and no publication publishes it or its copy, or an error';
+COMMENT ON FUNCTION flake_internal.online_check_replication(flake_internal.migrate_column[],
+															text) IS
+	'online migration check: no subscription writes into a table to copy '
+	'and no publication publishes it or its copy, or an error';
 
 --
 -- The tables whose code the migration runs, and the owner of each: the
@@ -89,7 +106,7 @@ COMMENT ON FUNCTION flake_internal.online_check_replication(flake_internal.migra
 -- whole copy.
 --
 CREATE FUNCTION flake_internal.online_check_owners(cols flake_internal.migrate_column[],
-																 target text)
+												   target text)
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -99,29 +116,39 @@ DECLARE
 	owner		oid := (SELECT c.relowner FROM pg_class c WHERE c.oid = cols[1].relid);
 	list		text;
 BEGIN
-	SELECT string_agg(format('%s (owner %s)', c.oid::regclass, quote_ident(pg_get_userbyid(c.relowner))), ', '
-					  ORDER BY c.oid::regclass::text)
+	SELECT string_agg(format('%s (owner %s)', c.oid::regclass,
+							 quote_ident(pg_get_userbyid(c.relowner))),
+					  ', ' ORDER BY c.oid::regclass::text)
 	INTO list
 	FROM pg_class c
 	WHERE c.relowner <> owner
 	  AND (c.oid = ANY (copied)
 		   OR c.oid IN (SELECT unnest(ARRAY[f.conrelid, f.confrelid]) FROM pg_constraint f
-						WHERE f.contype = 'f' AND (f.conrelid = ANY (copied) OR f.confrelid = ANY (copied))));
+						WHERE f.contype = 'f'
+						  AND (f.conrelid = ANY (copied) OR f.confrelid = ANY (copied))));
 	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot migrate %.% online: tables of other owners are copied or at an end of a foreign key it adds again',
-						cols[1].relid::regclass, quote_ident((SELECT a.attname FROM pg_attribute a
-															   WHERE a.attrelid = cols[1].relid AND a.attnum = cols[1].attnum))
+		RAISE EXCEPTION 'cannot migrate %.% online: tables of other owners are copied '
+						'or at an end of a foreign key it adds again',
+						cols[1].relid::regclass,
+						quote_ident((SELECT a.attname FROM pg_attribute a
+									 WHERE a.attrelid = cols[1].relid
+									   AND a.attnum = cols[1].attnum))
 			USING ERRCODE = 'insufficient_privilege',
-				  DETAIL = format('%s. The swap adds every foreign key on and into the copied tables again, and validates them: '
-								  'statements that need the owner of both tables and run their code, with the rights of the '
-								  'role migrating, %s.', list, quote_ident(pg_get_userbyid(owner))),
-				  HINT = 'Migrate with flake_migrate() (offline), which changes the tables in place and leaves those foreign '
-						 'keys alone; or have their owners drop those foreign keys for the time of the migration and add them again after.';
+				  DETAIL = format('%s. The swap adds every foreign key on and into the copied '
+								  'tables again, and validates them: statements that need '
+								  'the owner of both tables and run their code, '
+								  'with the rights of the role migrating, %s.',
+								  list, quote_ident(pg_get_userbyid(owner))),
+				  HINT = 'Migrate with flake_migrate() (offline), which changes the tables '
+						 'in place and leaves those foreign keys alone; '
+						 'or have their owners drop those foreign keys '
+						 'for the time of the migration and add them again after.';
 	END IF;
 END
 $$;
 COMMENT ON FUNCTION flake_internal.online_check_owners(flake_internal.migrate_column[], text) IS
-	'online migration check: the key''s table''s owner owns every table copied or at an end of a foreign key the swap adds again, or an error';
+	'online migration check: the key''s table''s owner owns every table copied '
+	'or at an end of a foreign key the swap adds again, or an error';
 
 --
 -- The names the migration gives (the copies, the logs, the list of foreign
@@ -132,7 +159,7 @@ COMMENT ON FUNCTION flake_internal.online_check_owners(flake_internal.migrate_co
 -- each other.
 --
 CREATE FUNCTION flake_internal.online_check_names(cols flake_internal.migrate_column[],
-																target text)
+												  target text)
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -144,28 +171,32 @@ BEGIN
 		SELECT c.relnamespace, t.shadow_name, t.shadow_oid, true, format('the copy of %s', t.rel)
 		FROM flake_internal.online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
 		UNION ALL
-		SELECT c.relnamespace, flake_internal.online_name(c.relname, '__flake_log'), t.log_oid, true,
-			   format('the log of %s', t.rel)
+		SELECT c.relnamespace, flake_internal.online_name(c.relname, '__flake_log'), t.log_oid,
+			   true, format('the log of %s', t.rel)
 		FROM flake_internal.online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
 		UNION ALL
-		SELECT c.relnamespace, flake_internal.online_name(c.relname, '__flake_validate'), NULL, true,
-			   format('the list of foreign keys to validate of %s', c.oid::regclass)
+		SELECT c.relnamespace, flake_internal.online_name(c.relname, '__flake_validate'), NULL,
+			   true, format('the list of foreign keys to validate of %s', c.oid::regclass)
 		FROM pg_class c
-		WHERE c.oid = cols[1].relid AND EXISTS (SELECT FROM flake_internal.online_tables(cols, target))
+		WHERE c.oid = cols[1].relid
+		  AND EXISTS (SELECT FROM flake_internal.online_tables(cols, target))
 		UNION ALL
 		SELECT c.relnamespace, flake_internal.online_name(x.index_name, '__flake_new'),
 			   (SELECT y.indexrelid FROM pg_index y JOIN pg_class yc ON yc.oid = y.indexrelid
-				WHERE y.indrelid = t.shadow_oid AND yc.relname = flake_internal.online_name(x.index_name, '__flake_new')),
+				WHERE y.indrelid = t.shadow_oid
+				  AND yc.relname = flake_internal.online_name(x.index_name, '__flake_new')),
 			   false, format('the copy of index %s', quote_ident(x.index_name))
 		FROM flake_internal.online_indexes(cols, target) x
 		JOIN flake_internal.online_tables(cols, target) t ON t.relid = x.relid
 		JOIN pg_class c ON c.oid = x.relid)
 	SELECT string_agg(s.x, ', ' ORDER BY s.x) INTO list FROM (
-		SELECT format('%s (%s): taken by %s', quote_ident(n.name), n.what, pg_describe_object('pg_class'::regclass, o.oid, 0)) AS x
+		SELECT format('%s (%s): taken by %s', quote_ident(n.name), n.what,
+					  pg_describe_object('pg_class'::regclass, o.oid, 0)) AS x
 		FROM needed n JOIN pg_class o ON o.relnamespace = n.nsp AND o.relname = n.name
 		WHERE o.oid IS DISTINCT FROM n.own
 		UNION ALL
-		SELECT format('%s (%s): taken by %s', quote_ident(n.name), n.what, pg_describe_object('pg_type'::regclass, y.oid, 0))
+		SELECT format('%s (%s): taken by %s', quote_ident(n.name), n.what,
+					  pg_describe_object('pg_type'::regclass, y.oid, 0))
 		FROM needed n JOIN pg_type y ON y.typnamespace = n.nsp AND y.typname = n.name
 		-- a relation's row type is the relation's name; an array type moves aside
 		WHERE n.typed AND y.typrelid = 0 AND y.typcategory <> 'A'
@@ -173,16 +204,21 @@ BEGIN
 		SELECT format('%s: %s', quote_ident(n.name), string_agg(n.what, ' and ' ORDER BY n.what))
 		FROM needed n GROUP BY n.nsp, n.name HAVING count(*) > 1) s;
 	IF list IS NOT NULL THEN
-		RAISE EXCEPTION 'names that the online migration of %.% needs are taken', cols[1].relid::regclass,
-						quote_ident((SELECT a.attname FROM pg_attribute a WHERE a.attrelid = cols[1].relid AND a.attnum = cols[1].attnum))
+		RAISE EXCEPTION 'names that the online migration of %.% needs are taken',
+						cols[1].relid::regclass,
+						quote_ident((SELECT a.attname FROM pg_attribute a
+									 WHERE a.attrelid = cols[1].relid
+									   AND a.attnum = cols[1].attnum))
 			USING ERRCODE = 'duplicate_object',
 				  DETAIL = format('%s.', list),
-				  HINT = 'Rename or drop the objects that have them, or migrate with flake_migrate() (offline), which makes no copies.';
+				  HINT = 'Rename or drop the objects that have them, '
+						 'or migrate with flake_migrate() (offline), which makes no copies.';
 	END IF;
 END
 $$;
 COMMENT ON FUNCTION flake_internal.online_check_names(flake_internal.migrate_column[], text) IS
-	'online migration check: the names of the copies, logs, list and index copies are free and distinct, or an error';
+	'online migration check: the names of the copies, logs, list and index copies '
+	'are free and distinct, or an error';
 
 --
 -- Where the log trigger of a table writes: the log its first argument
@@ -195,9 +231,11 @@ CREATE FUNCTION flake_internal.online_logged(rel oid)
 	SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT CASE WHEN g.tgnargs = 2
-				THEN to_regclass(convert_from(substring(g.tgargs FROM 1 FOR p.n - 1), getdatabaseencoding())) END,
+				THEN to_regclass(convert_from(substring(g.tgargs FROM 1 FOR p.n - 1),
+											  getdatabaseencoding())) END,
 		   CASE WHEN g.tgnargs = 2
-				THEN convert_from(substring(g.tgargs FROM p.n + 1 FOR length(g.tgargs) - p.n - 1), getdatabaseencoding()) END
+				THEN convert_from(substring(g.tgargs FROM p.n + 1 FOR length(g.tgargs) - p.n - 1),
+								  getdatabaseencoding()) END
 	FROM pg_trigger g
 	CROSS JOIN LATERAL (SELECT position('\x00'::bytea IN g.tgargs) AS n) p
 	WHERE g.tgrelid = rel AND g.tgname = 'zz_flake_migrate_online_log'
@@ -234,16 +272,23 @@ BEGIN
 	IF list IS NOT NULL THEN
 		found := found || flake_internal.migrate_blocked(
 			'tables without a key to copy them in batches', '55000',
-			format('Tables: %s. The online path copies a table in batches by its primary key or a unique index on one NOT NULL column.', list));
+			format('Tables: %s. The online path copies a table in batches by its primary key '
+				   'or a unique index on one NOT NULL column.', list));
 	END IF;
 
 	SELECT string_agg(x, ', ' ORDER BY x) INTO list FROM (
-		SELECT format('%s on %s', pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass) AS x
-		FROM pg_class c JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid
-		WHERE c.oid = ANY (copied) AND d.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass, 'pg_statistic_ext'::regclass)
+		SELECT format('%s on %s', pg_describe_object(d.classid, d.objid, d.objsubid),
+					  c.oid::regclass) AS x
+		FROM pg_class c
+		JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid
+		WHERE c.oid = ANY (copied)
+		  AND d.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass,
+							'pg_statistic_ext'::regclass)
 		UNION
-		SELECT format('%s uses the row type of %s', pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass)
-		FROM pg_class c JOIN pg_depend d ON d.refclassid = 'pg_type'::regclass AND d.refobjid = c.reltype
+		SELECT format('%s uses the row type of %s',
+					  pg_describe_object(d.classid, d.objid, d.objsubid), c.oid::regclass)
+		FROM pg_class c
+		JOIN pg_depend d ON d.refclassid = 'pg_type'::regclass AND d.refobjid = c.reltype
 		WHERE c.oid = ANY (copied) AND d.deptype = 'n'
 		UNION
 		SELECT format('%s: %s', c.oid::regclass, r.what)
@@ -252,29 +297,42 @@ BEGIN
 			(c.relreplident NOT IN ('d'), 'a replica identity other than the primary key'),
 			(c.reltablespace <> 0, 'a tablespace of its own'),
 			(c.reloftype <> 0, 'a typed table'),
-			(EXISTS (SELECT FROM pg_class t WHERE t.oid = c.reltoastrelid AND t.reloptions IS NOT NULL), 'storage parameters of its TOAST table'),
-			(NOT has_schema_privilege(c.relnamespace, 'CREATE'), 'no CREATE privilege on its schema, for the copy'),
-			(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attacl IS NOT NULL), 'column privileges'),
-			(EXISTS (SELECT FROM aclexplode(c.relacl) g WHERE g.grantor <> c.relowner), 'privileges granted by another role'),
+			(EXISTS (SELECT FROM pg_class t
+					 WHERE t.oid = c.reltoastrelid AND t.reloptions IS NOT NULL),
+			 'storage parameters of its TOAST table'),
+			(NOT has_schema_privilege(c.relnamespace, 'CREATE'),
+			 'no CREATE privilege on its schema, for the copy'),
+			(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attacl IS NOT NULL),
+			 'column privileges'),
+			(EXISTS (SELECT FROM aclexplode(c.relacl) g WHERE g.grantor <> c.relowner),
+			 'privileges granted by another role'),
 			(EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attidentity <> ''
 					 AND NOT (a.attrelid = cols[1].relid AND a.attnum = cols[1].attnum)),
 			 'an identity column other than the key'),
 			(EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = c.oid
-					 AND ((k.contype = 'c' AND NOT k.convalidated) OR k.contype = 'x' OR (k.contype IN ('p', 'u') AND k.condeferrable))),
+					 AND ((k.contype = 'c' AND NOT k.convalidated) OR k.contype = 'x'
+						  OR (k.contype IN ('p', 'u') AND k.condeferrable))),
 			 'a NOT VALID check, an exclusion constraint or a deferrable key'),
 			(EXISTS (SELECT FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid
-					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)), 'an invalid index or one in a tablespace of its own'),
+					 WHERE x.indrelid = c.oid AND (NOT x.indisvalid OR ic.reltablespace <> 0)),
+			 'an invalid index or one in a tablespace of its own'),
 			(EXISTS (SELECT FROM pg_description d JOIN pg_class m ON m.oid = d.objoid
-					 WHERE d.classoid = 'pg_class'::regclass AND d.objsubid = 0 AND m.relowner <> c.relowner
-					   AND d.description IN ('flake_migrate_online: the copy of ' || c.oid, 'flake_migrate_online: the log of ' || c.oid)),
-			 'a copy or log of it belongs to another role (its owner changed during the migration, or another role made it)')) r(blocks, what)
+					 WHERE d.classoid = 'pg_class'::regclass AND d.objsubid = 0
+					   AND m.relowner <> c.relowner
+					   AND d.description IN ('flake_migrate_online: the copy of ' || c.oid,
+											 'flake_migrate_online: the log of ' || c.oid)),
+			 'a copy or log of it belongs to another role '
+			 '(its owner changed during the migration, or another role made it)')) r(blocks, what)
 		WHERE c.oid = ANY (copied) AND r.blocks
 		UNION
-		SELECT format('%s: its columns or checks changed while it was copied (a type, NOT NULL, a default, a collation, storage, '
+		SELECT format('%s: its columns or checks changed while it was copied '
+					  '(a type, NOT NULL, a default, a collation, storage, '
 					  'table options or its schema; undo, then run again)', t.rel)
 		FROM flake_internal.online_tables(cols, target) t
 		CROSS JOIN LATERAL (SELECT array_agg(a.attname) AS names,
-								   (array_agg(a.attname) FILTER (WHERE u.relid = cols[1].relid AND u.attnum = cols[1].attnum))[1] AS key
+								   (array_agg(a.attname)
+									FILTER (WHERE u.relid = cols[1].relid
+											  AND u.attnum = cols[1].attnum))[1] AS key
 							FROM unnest(cols) u
 							JOIN pg_attribute a ON a.attrelid = u.relid AND a.attnum = u.attnum
 							WHERE u.relid = t.relid AND u.changes) n
@@ -284,18 +342,22 @@ BEGIN
 		UNION
 		-- the log trigger must log the key the copy goes by into the log:
 		-- a primary key dropped meanwhile may have made another the key
-		SELECT format('%s: its log trigger logs another column or into another table than the copy goes by (undo, then run again)', t.rel)
+		SELECT format('%s: its log trigger logs another column or into another table '
+					  'than the copy goes by (undo, then run again)', t.rel)
 		FROM flake_internal.online_tables(cols, target) t
 		CROSS JOIN LATERAL flake_internal.online_logged(t.relid) g
-		WHERE t.log_oid IS NOT NULL AND (g.log IS DISTINCT FROM t.log_oid OR g.key IS DISTINCT FROM t.batch_key)
+		WHERE t.log_oid IS NOT NULL
+		  AND (g.log IS DISTINCT FROM t.log_oid OR g.key IS DISTINCT FROM t.batch_key)
 		UNION
-		SELECT format('index %s (an expression, a predicate or an operator class on a changing column)', x.indexrelid::regclass)
+		SELECT format('index %s (an expression, a predicate or an operator class '
+					  'on a changing column)', x.indexrelid::regclass)
 		FROM unnest(cols) u
 		JOIN pg_index x ON x.indrelid = u.relid
 		WHERE u.changes AND (
-			(u.attnum = ANY (x.indkey) AND EXISTS (SELECT FROM generate_series(0, x.indnkeyatts - 1) n
-												   JOIN pg_opclass o ON o.oid = x.indclass[n]
-												   WHERE x.indkey[n] = u.attnum AND NOT o.opcdefault))
+			(u.attnum = ANY (x.indkey)
+			 AND EXISTS (SELECT FROM generate_series(0, x.indnkeyatts - 1) n
+						 JOIN pg_opclass o ON o.oid = x.indclass[n]
+						 WHERE x.indkey[n] = u.attnum AND NOT o.opcdefault))
 			OR ((x.indexprs IS NOT NULL OR x.indpred IS NOT NULL)
 				AND EXISTS (SELECT FROM pg_depend d
 							WHERE d.classid = 'pg_class'::regclass AND d.objid = x.indexrelid
@@ -304,14 +366,19 @@ BEGIN
 		found := found || flake_internal.migrate_blocked(
 			'objects that the online path cannot carry to the copies of the tables', '0A000',
 			format('%s.', list));
-		found := found || ROW('note', 'flake_migrate() (offline) may still migrate these tables; or change the objects above first', false, false, NULL)::flake_internal.migrate_step;
+		found := found || ROW('note',
+							  'flake_migrate() (offline) may still migrate these tables; '
+							  'or change the objects above first',
+							  false, false, NULL)::flake_internal.migrate_step;
 	END IF;
 	-- the checks that are errors of the swap too
 	FOREACH check_name IN ARRAY ARRAY['replication', 'owners', 'names'] LOOP
 		BEGIN
-			EXECUTE format('SELECT flake_internal.online_check_%s($1, $2)', check_name) USING cols, target;
+			EXECUTE format('SELECT flake_internal.online_check_%s($1, $2)', check_name)
+				USING cols, target;
 		EXCEPTION WHEN OTHERS THEN
-			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
+									det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 			found := found || flake_internal.migrate_blocked(msg, state, det, hint);
 		END;
 	END LOOP;

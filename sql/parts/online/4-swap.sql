@@ -16,15 +16,22 @@ CREATE FUNCTION flake_internal.online_shape(rel oid, changing name[], key name)
 AS $$
 	SELECT format('%s %s %s %s; ', c.relnamespace, c.relam, c.relpersistence, c.reloptions)
 		   || string_agg(format('%I %s %s %s %s %s %s %s %s', a.attname,
-								CASE WHEN a.attname = ANY (changing) THEN '' ELSE format_type(a.atttypid, a.atttypmod) END,
+								CASE WHEN a.attname = ANY (changing) THEN ''
+									 ELSE format_type(a.atttypid, a.atttypmod) END,
 								a.attnotnull, a.attcollation, a.attgenerated,
-								CASE WHEN a.attname = ANY (changing) THEN '' ELSE concat(a.attstorage, a.attcompression) END,
+								CASE WHEN a.attname = ANY (changing) THEN ''
+									 ELSE concat(a.attstorage, a.attcompression) END,
 								-- (PostgreSQL's minor releases keep a version in the options)
-								a.attstattarget, ARRAY(SELECT o FROM unnest(a.attoptions) o WHERE o NOT LIKE 'pg\_attver=%' ORDER BY o),
-								CASE WHEN a.attname = key THEN '' ELSE pg_get_expr(d.adbin, d.adrelid) END),
+								a.attstattarget,
+								ARRAY(SELECT o FROM unnest(a.attoptions) o
+									  WHERE o NOT LIKE 'pg\_attver=%' ORDER BY o),
+								CASE WHEN a.attname = key THEN ''
+									 ELSE pg_get_expr(d.adbin, d.adrelid) END),
 						 ', ' ORDER BY a.attnum)
-		   || '; ' || coalesce((SELECT string_agg(k.conname || ' ' || pg_get_constraintdef(k.oid), ', ' ORDER BY k.conname)
-								FROM pg_constraint k WHERE k.conrelid = rel AND k.contype = 'c'), '')
+		   || '; '
+		   || coalesce((SELECT string_agg(k.conname || ' ' || pg_get_constraintdef(k.oid),
+										  ', ' ORDER BY k.conname)
+						FROM pg_constraint k WHERE k.conrelid = rel AND k.contype = 'c'), '')
 	FROM pg_class c
 	JOIN pg_attribute a ON a.attrelid = c.oid
 	LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
@@ -32,20 +39,21 @@ AS $$
 	GROUP BY c.oid
 $$;
 COMMENT ON FUNCTION flake_internal.online_shape(oid, name[], name) IS
-	'online migration helper: the shape of a table that its copy must have, to compare it with its copy';
+	'online migration helper: the shape of a table that its copy must have, '
+	'to compare it with its copy';
 
 --
 -- The statements of the swap, in order: move the sequences the tables own
--- (but the key's) to their copies; detach the key as flake_migrate() does; drop the foreign keys of
--- other tables into the copied ones; drop the tables and logs (RESTRICT:
--- anything else that depends on them stops the swap); rename the copies,
--- their indexes and constraints to the tables' names; give them the
--- tables' comments, triggers (in the same enabled state) and grants; set
--- the key's default; add the foreign keys again, NOT VALID, and note those
--- to validate in TABLE__flake_validate.
+-- (but the key's) to their copies; detach the key as flake_migrate() does;
+-- drop the foreign keys of other tables into the copied ones; drop the
+-- tables and logs (RESTRICT: anything else that depends on them stops the
+-- swap); rename the copies, their indexes and constraints to the tables'
+-- names; give them the tables' comments, triggers (in the same enabled
+-- state) and grants; set the key's default; add the foreign keys again, NOT
+-- VALID, and note those to validate in TABLE__flake_validate.
 --
 CREATE FUNCTION flake_internal.online_swap_sql(tbl regclass, col name, generator text,
-											  cols flake_internal.migrate_column[], target text)
+											   cols flake_internal.migrate_column[], target text)
 	RETURNS text[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp
@@ -60,7 +68,8 @@ DECLARE
 BEGIN
 	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
 	SELECT stmts || coalesce(array_agg(s.stmt ORDER BY s.o), '{}') INTO stmts FROM (
-		SELECT d.objid AS o, format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, t.shadow, a.attname)
+		SELECT d.objid AS o,
+			   format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::regclass, t.shadow, a.attname)
 		FROM flake_internal.online_tables(cols, target) t
 		JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
 						AND d.refobjid = t.relid AND d.refobjsubid > 0 AND d.deptype = 'a'
@@ -69,47 +78,67 @@ BEGIN
 		WHERE NOT (t.relid = tbl AND a.attnum = key.key_attnum)) s(o, stmt);
 	SELECT stmts || coalesce(array_agg(s.detail ORDER BY o), '{}') INTO stmts
 	FROM unnest(flake_internal.migrate_detach(tbl, col, key.key_attnum, key.identity_seq,
-												 key.default_oid, key.default_seqs)) WITH ORDINALITY s(action, detail, run, counted, o)
+											  key.default_oid, key.default_seqs))
+		WITH ORDINALITY s(action, detail, run, counted, o)
 	WHERE s.run;
 
 	-- the foreign keys on and into the copied tables, as they are
-	SELECT stmts || coalesce(array_agg(format('ALTER TABLE %s DROP CONSTRAINT %I', f.conrelid::regclass, f.conname) ORDER BY f.oid)
+	SELECT stmts || coalesce(array_agg(format('ALTER TABLE %s DROP CONSTRAINT %I',
+											  f.conrelid::regclass, f.conname) ORDER BY f.oid)
 							 FILTER (WHERE f.conrelid <> ALL (copied)), '{}'),
-		   coalesce(array_agg(format('ALTER TABLE %s ADD CONSTRAINT %I %s%s', f.conrelid::regclass, f.conname, pg_get_constraintdef(f.oid),
+		   coalesce(array_agg(format('ALTER TABLE %s ADD CONSTRAINT %I %s%s', f.conrelid::regclass,
+									 f.conname, pg_get_constraintdef(f.oid),
 									 CASE WHEN f.convalidated THEN ' NOT VALID' ELSE '' END)
-							  || coalesce(format('; COMMENT ON CONSTRAINT %I ON %s IS %L', f.conname, f.conrelid::regclass,
+							  || coalesce(format('; COMMENT ON CONSTRAINT %I ON %s IS %L',
+												 f.conname, f.conrelid::regclass,
 												 obj_description(f.oid, 'pg_constraint')), '')
 							  ORDER BY f.oid), '{}'),
-		   string_agg(format('(%L::regclass, %L)', f.conrelid::regclass, f.conname), ', ' ORDER BY f.oid) FILTER (WHERE f.convalidated)
+		   string_agg(format('(%L::regclass, %L)', f.conrelid::regclass, f.conname),
+					  ', ' ORDER BY f.oid) FILTER (WHERE f.convalidated)
 	INTO stmts, adds, validate
 	FROM pg_constraint f
 	WHERE f.contype = 'f' AND (f.conrelid = ANY (copied) OR f.confrelid = ANY (copied));
 
 	IF cardinality(copied) > 0 THEN
-		SELECT stmts || format('DROP TABLE %s', string_agg(t.rel || ', ' || t.log, ', ' ORDER BY t.relid DESC))
-				  || array_agg(format('ALTER TABLE %s RENAME TO %I; COMMENT ON TABLE %s IS %L', t.shadow,
-									  (SELECT c.relname FROM pg_class c WHERE c.oid = t.relid), t.rel, obj_description(t.relid, 'pg_class'))
+		SELECT stmts || format('DROP TABLE %s',
+							   string_agg(t.rel || ', ' || t.log, ', ' ORDER BY t.relid DESC))
+				  || array_agg(format('ALTER TABLE %s RENAME TO %I; COMMENT ON TABLE %s IS %L',
+									  t.shadow,
+									  (SELECT c.relname FROM pg_class c WHERE c.oid = t.relid),
+									  t.rel, obj_description(t.relid, 'pg_class'))
 							   ORDER BY t.relid)
 		INTO stmts
 		FROM flake_internal.online_tables(cols, target) t;
 	END IF;
 	-- the columns' comments changed since the copy was made
-	SELECT stmts || coalesce(array_agg(format('COMMENT ON COLUMN %s.%I IS %L', t.rel, a.attname, col_description(t.relid, a.attnum))
+	SELECT stmts || coalesce(array_agg(format('COMMENT ON COLUMN %s.%I IS %L', t.rel, a.attname,
+											  col_description(t.relid, a.attnum))
 									   ORDER BY t.relid, a.attnum), '{}')
 	INTO stmts
 	FROM flake_internal.online_tables(cols, target) t
 	JOIN pg_attribute a ON a.attrelid = t.relid AND a.attnum > 0 AND NOT a.attisdropped
 	JOIN pg_attribute sa ON sa.attrelid = t.shadow_oid AND sa.attname = a.attname
-	WHERE col_description(t.relid, a.attnum) IS DISTINCT FROM col_description(t.shadow_oid, sa.attnum);
-	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts FROM flake_internal.online_indexes(cols, target) x;
-	SELECT stmts || coalesce(array_agg(pg_get_triggerdef(g.oid)
-									   || CASE g.tgenabled WHEN 'D' THEN format('; ALTER TABLE %s DISABLE TRIGGER %I', g.tgrelid::regclass, g.tgname)
-											WHEN 'R' THEN format('; ALTER TABLE %s ENABLE REPLICA TRIGGER %I', g.tgrelid::regclass, g.tgname)
-											WHEN 'A' THEN format('; ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', g.tgrelid::regclass, g.tgname)
-											ELSE '' END
-									   || coalesce(format('; COMMENT ON TRIGGER %I ON %s IS %L', g.tgname, g.tgrelid::regclass,
-														  obj_description(g.oid, 'pg_trigger')), '')
-									   ORDER BY g.tgrelid, g.tgname), '{}')
+	WHERE col_description(t.relid, a.attnum)
+		  IS DISTINCT FROM col_description(t.shadow_oid, sa.attnum);
+	SELECT stmts || coalesce(array_agg(x.swap_sql), '{}') INTO stmts
+	FROM flake_internal.online_indexes(cols, target) x;
+	SELECT stmts
+		   || coalesce(array_agg(pg_get_triggerdef(g.oid)
+								 || CASE g.tgenabled
+									WHEN 'D'
+									THEN format('; ALTER TABLE %s DISABLE TRIGGER %I',
+												g.tgrelid::regclass, g.tgname)
+									WHEN 'R'
+									THEN format('; ALTER TABLE %s ENABLE REPLICA TRIGGER %I',
+												g.tgrelid::regclass, g.tgname)
+									WHEN 'A'
+									THEN format('; ALTER TABLE %s ENABLE ALWAYS TRIGGER %I',
+												g.tgrelid::regclass, g.tgname)
+									ELSE '' END
+								 || coalesce(format('; COMMENT ON TRIGGER %I ON %s IS %L',
+													g.tgname, g.tgrelid::regclass,
+													obj_description(g.oid, 'pg_trigger')), '')
+								 ORDER BY g.tgrelid, g.tgname), '{}')
 	INTO stmts
 	FROM pg_trigger g
 	WHERE g.tgrelid = ANY (copied) AND NOT g.tgisinternal
@@ -127,29 +156,38 @@ BEGIN
 		WHERE c.relacl IS NOT NULL OR sc.relacl IS NOT NULL
 		UNION ALL
 		SELECT c.oid, g.o, format('GRANT %s ON %s TO %s%s', g.privilege_type, c.oid::regclass,
-								  CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
+								  CASE WHEN g.grantee = 0 THEN 'PUBLIC'
+									   ELSE g.grantee::regrole::text END,
 								  CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
 		FROM flake_internal.online_tables(cols, target) t JOIN pg_class c ON c.oid = t.relid
 		LEFT JOIN pg_class sc ON sc.oid = t.shadow_oid
 		CROSS JOIN LATERAL aclexplode(coalesce(c.relacl, acldefault('r', c.relowner)))
 			WITH ORDINALITY g(grantor, grantee, privilege_type, is_grantable, o)
 		WHERE c.relacl IS NOT NULL OR sc.relacl IS NOT NULL) s;
-	stmts := stmts || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()', tbl, col, generator) || adds;
+	stmts := stmts || format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT @extschema@.%I()',
+							 tbl, col, generator)
+			 || adds;
 	IF validate IS NOT NULL THEN
-		list := format('%s.%I', (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
-					   flake_internal.online_name((SELECT c.relname FROM pg_class c WHERE c.oid = tbl), '__flake_validate'));
-		stmts := stmts || format('CREATE TABLE %s (rel regclass, conname name); COMMENT ON TABLE %1$s IS %2$L; INSERT INTO %1$s VALUES %3$s; '
+		list := format('%s.%I',
+					   (SELECT c.relnamespace::regnamespace FROM pg_class c WHERE c.oid = tbl),
+					   flake_internal.online_name((SELECT c.relname FROM pg_class c
+												   WHERE c.oid = tbl), '__flake_validate'));
+		stmts := stmts || format('CREATE TABLE %s (rel regclass, conname name); '
+								 'COMMENT ON TABLE %1$s IS %2$L; INSERT INTO %1$s VALUES %3$s; '
 								 'SELECT flake_internal.online_private(%1$L)',
-								 list, 'flake_migrate_online: the foreign keys to validate of '
-									   -- the key's table after the swap: its copy, if it has one
-									   || coalesce((SELECT t.shadow_oid FROM flake_internal.online_tables(cols, target) t
-													WHERE t.relid = tbl), tbl),
+								 list,
+								 'flake_migrate_online: the foreign keys to validate of '
+								 -- the key's table after the swap: its copy, if it has one
+								 || coalesce((SELECT t.shadow_oid
+											  FROM flake_internal.online_tables(cols, target) t
+											  WHERE t.relid = tbl), tbl),
 								 validate);
 	END IF;
 	RETURN stmts;
 END
 $$;
-COMMENT ON FUNCTION flake_internal.online_swap_sql(regclass, name, text, flake_internal.migrate_column[], text) IS
+COMMENT ON FUNCTION flake_internal.online_swap_sql(regclass, name, text,
+												   flake_internal.migrate_column[], text) IS
 	'online migration helper: the statements of the swap';
 
 --
@@ -167,7 +205,8 @@ CREATE FUNCTION flake_internal.online_swap(tbl regclass, col name, generator tex
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake' ELSE 'bigint' END;
+	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake'
+							 ELSE 'bigint' END;
 	key			record;
 	closure		record;
 	copied		oid[];
@@ -179,16 +218,18 @@ BEGIN
 	-- taken once the locks have waited out the writers; a REPEATABLE READ
 	-- or SERIALIZABLE transaction would keep its first, taken before
 	IF current_setting('transaction_isolation') <> 'read committed' THEN
-		RAISE EXCEPTION 'the swap must run at isolation level read committed, not %', current_setting('transaction_isolation')
+		RAISE EXCEPTION 'the swap must run at isolation level read committed, not %',
+				current_setting('transaction_isolation')
 			USING ERRCODE = 'invalid_transaction_state',
-				  HINT = 'Begin its transaction with BEGIN ISOLATION LEVEL READ COMMITTED, as flake_migrate_online does.';
+				  HINT = 'Begin its transaction with BEGIN ISOLATION LEVEL READ COMMITTED, '
+						 'as flake_migrate_online does.';
 	END IF;
 	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
 	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
 	SELECT * INTO closure
 	FROM flake_internal.migrate_closure(tbl, col, key.key_attnum,
-										   flake_internal.migrate_also(tbl, col, key.key_attnum, also),
-										   generator = 'ulidflake_next', false, false);
+										flake_internal.migrate_also(tbl, col, key.key_attnum, also),
+										generator = 'ulidflake_next', false, false);
 	-- applying the logs runs the tables' code (checks, generated columns):
 	-- only as their owner, logged in as such (as the client checks)
 	SELECT string_agg(c.oid::regclass::text, ', ') INTO missing
@@ -216,23 +257,28 @@ BEGIN
 	SELECT string_agg(m.what, ', ') INTO missing FROM (
 		SELECT coalesce(x.index_name::text, t.rel) AS what
 		FROM flake_internal.online_tables(closure.cols, target) t
-		LEFT JOIN flake_internal.online_indexes(closure.cols, target) x ON x.relid = t.relid AND NOT x.new_exists
+		LEFT JOIN flake_internal.online_indexes(closure.cols, target) x
+			ON x.relid = t.relid AND NOT x.new_exists
 		WHERE t.shadow_oid IS NULL OR t.log_oid IS NULL OR x.relid IS NOT NULL
 		UNION ALL
 		SELECT x.index::text FROM flake_internal.online_stale_indexes(closure.cols, target) x) m;
 	-- every write since the copy began must be in the log
 	SELECT string_agg(t.rel, ', ') INTO s
 	FROM flake_internal.online_tables(closure.cols, target) t
-	WHERE NOT EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = t.relid AND g.tgname = 'zz_flake_migrate_online_log' AND g.tgenabled = 'A');
+	WHERE NOT EXISTS (SELECT FROM pg_trigger g
+					  WHERE g.tgrelid = t.relid AND g.tgname = 'zz_flake_migrate_online_log'
+						AND g.tgenabled = 'A');
 	IF s IS NOT NULL THEN
 		RAISE EXCEPTION 'the log trigger of % was disabled or dropped during the copy', s
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  HINT = 'Writes may be missing from the copy: undo the migration (flake_migrate_online --undo) and run it again.';
+				  HINT = 'Writes may be missing from the copy: '
+						 'undo the migration (flake_migrate_online --undo) and run it again.';
 	END IF;
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'the copies of %, or their indexes, are not ready', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  HINT = 'An index was added to, dropped from or changed on a table while it was copied: run flake_migrate_online again.';
+				  HINT = 'An index was added to, dropped from or changed on a table '
+						 'while it was copied: run flake_migrate_online again.';
 	END IF;
 	-- what changed since the plan, under the locks: what the copies lack
 	-- (columns, NOT NULL, defaults, checks) would be lost, and what the
@@ -242,12 +288,16 @@ BEGIN
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'the tables changed while they were copied: %', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  HINT = 'Undo the change, or undo the migration (flake_migrate_online --undo) and run it again.';
+				  HINT = 'Undo the change, '
+						 'or undo the migration (flake_migrate_online --undo) and run it again.';
 	END IF;
-	FOR s IN SELECT a FROM flake_internal.online_tables(closure.cols, target) t, unnest(t.apply) a LOOP
+	FOR s IN
+		SELECT a FROM flake_internal.online_tables(closure.cols, target) t, unnest(t.apply) a
+	LOOP
 		EXECUTE s;
 	END LOOP;
-	FOREACH s IN ARRAY flake_internal.online_swap_sql(tbl, col, generator, closure.cols, target) LOOP
+	FOREACH s IN ARRAY flake_internal.online_swap_sql(tbl, col, generator, closure.cols, target)
+	LOOP
 		EXECUTE s;
 		n := n + 1;
 	END LOOP;
@@ -273,7 +323,8 @@ DECLARE
 	others		text;
 BEGIN
 	-- (1.2 made lists without the table's oid)
-	IF coalesce(obj_description(list, 'pg_class'), '') !~ '^flake_migrate_online: the foreign keys to validate( of \d+)?$' THEN
+	IF coalesce(obj_description(list, 'pg_class'), '')
+	   !~ '^flake_migrate_online: the foreign keys to validate( of \d+)?$' THEN
 		RAISE EXCEPTION '% is not a list of foreign keys of flake_migrate_online', list
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
@@ -281,18 +332,24 @@ BEGIN
 	-- folds the functions of their indexes' predicates): only as their
 	-- owner, logged in as such, as the swap checks
 	EXECUTE format('SELECT string_agg(DISTINCT c.oid::regclass::text, '', '') FROM %s l
-					JOIN pg_constraint k ON k.conrelid = l.rel AND k.conname = l.conname AND k.contype = ''f''
+					JOIN pg_constraint k
+					  ON k.conrelid = l.rel AND k.conname = l.conname AND k.contype = ''f''
 					JOIN pg_class c ON c.oid IN (k.conrelid, k.confrelid)
-					WHERE c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_roles r WHERE r.rolname = session_user)
-					   OR c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_roles r WHERE r.rolname = current_user)', list)
+					WHERE c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_roles r
+													   WHERE r.rolname = session_user)
+					   OR c.relowner IS DISTINCT FROM (SELECT r.oid FROM pg_roles r
+													   WHERE r.rolname = current_user)', list)
 		INTO others;
 	IF others IS NOT NULL THEN
 		RAISE EXCEPTION 'must be logged in as the owner of %', others
 			USING ERRCODE = 'insufficient_privilege',
-				  HINT = 'Validating a foreign key runs the code of the tables at both ends; connect as their owner.';
+				  HINT = 'Validating a foreign key runs the code of the tables at both ends; '
+						 'connect as their owner.';
 	END IF;
 	FOR r IN EXECUTE format('SELECT rel, conname FROM %s', list) LOOP
-		IF EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = r.rel AND k.conname = r.conname AND NOT k.convalidated) THEN
+		IF EXISTS (SELECT FROM pg_constraint k
+				   WHERE k.conrelid = r.rel AND k.conname = r.conname
+					 AND NOT k.convalidated) THEN
 			EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', r.rel, r.conname);
 			n := n + 1;
 		END IF;
@@ -305,6 +362,5 @@ COMMENT ON FUNCTION flake_internal.online_validate(regclass) IS
 	'online migration helper: validate the foreign keys a swap added NOT VALID';
 
 ------------------------------------------------------------------------
--- online_plan() and online_undo(): what the
--- client runs
+-- online_plan() and online_undo(): what the client runs
 ------------------------------------------------------------------------
