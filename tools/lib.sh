@@ -157,7 +157,7 @@ flake_refuse_packaged() {
 	command -v dpkg-query >/dev/null 2>&1 || return 0
 	for path in "$("$pg_config" --pkglibdir)/flake.so" "$("$pg_config" --sharedir)/extension/flake.control" \
 		"$("$pg_config" --bindir)/flake_migrate_online"; do
-		owner=$(dpkg-query -S "$path" 2>/dev/null | sed -n 's/^\([^:,]*\)[:,].*/\1/p' | head -1)
+		owner=$(dpkg-query -S "$path" 2>/dev/null | sed -n '1s/^\([^:,]*\)[:,].*/\1/p') || true
 		[ -z "$owner" ] || flake_die "$path belongs to the package $owner, which make install would overwrite.
   Remove it first (sudo apt-get remove $owner), or build against another installation
   (PG_CONFIG=/path/to/pg_config)."
