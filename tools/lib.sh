@@ -60,9 +60,12 @@ flake_ensure_packages() {
 			flake_root tee "$FLAKE_NO_MAIN_CLUSTER" >/dev/null ||
 			flake_die "could not write $FLAKE_NO_MAIN_CLUSTER"
 	fi
+	# interrupted, it still removes the file before it stops
+	trap 'rc=1' INT TERM HUP
 	flake_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
 		flake_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
 		rc=1
+	trap - INT TERM HUP
 	[ ${#servers[@]} -eq 0 ] || flake_root rm -f "$FLAKE_NO_MAIN_CLUSTER"
 	[ "$rc" -eq 0 ] || flake_die "apt-get install ${missing[*]} failed"
 	[ ${#servers[@]} -eq 0 ] ||
