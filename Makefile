@@ -55,9 +55,14 @@ REGRESS_PREP = $(CURDIR)/test/data
 EXTRA_CLEAN = tmp_check tmp_check_regress tmp_check_isolation results output_iso regression.* \
 	test/unit/*.bin .flake-build-flags
 
+# PGXS, from pg_config.  Without one (a fresh machine) only the targets
+# that install PostgreSQL themselves work (make demo, make test: see the
+# end of this file), and make says nothing alarming while it reads this.
 PG_CONFIG ?= pg_config
-PGXS := $(shell $(PG_CONFIG) --pgxs)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(wildcard $(PGXS)),)
 include $(PGXS)
+endif
 
 # The program flake_migrate_online (client/, a PGXS program of its own),
 # built in client/ of the build directory
@@ -103,3 +108,11 @@ prove_installcheck check-tap:
 .PHONY: client install-client uninstall-client clean-client prove_installcheck check-tap FORCE
 
 include $(FLAKE_SRC)/tools/dev.mk
+
+ifeq ($(wildcard $(PGXS)),)
+ifneq ($(filter-out $(FLAKE_WITHOUT_PGXS),$(or $(MAKECMDGOALS),all)),)
+$(error $(PG_CONFIG) not found, or it has no PGXS: install the server's development files \
+	(Debian: postgresql-server-dev-NN; make demo and make test install them), or name a \
+	PostgreSQL with PG_CONFIG=/path/to/pg_config)
+endif
+endif

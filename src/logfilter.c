@@ -37,7 +37,8 @@
  * quotes that token holds).  Detail and log detail are replaced when they
  * mention a key word or come with a statement that does (bound
  * parameters, a key value that violates a constraint), but for flake's
- * own refusal of a malformed secret, whose detail gives only its length;
+ * own refusal of a malformed secret or key file, whose detail gives only
+ * its length, or the file's owner or mode;
  * context and internal query are replaced.  The client receives the same
  * rewritten entry.  A key in a statement that names none of those words
  * cannot be told apart and is logged as usual.
@@ -283,7 +284,9 @@ hide_key(ErrorData *edata, const char *query, size_t query_len,
 		statement = statement_amid(edata->message, query, query_len);
 	hide_details = statement != NULL ||
 		(query_has_key && (edata->message == NULL ||
-						   strcmp(edata->message, FLAKE_SECRET_REFUSED) != 0));
+						   (strcmp(edata->message, FLAKE_SECRET_REFUSED) != 0 &&
+							strncmp(edata->message, FLAKE_SECRET_FILE_REFUSED,
+									strlen(FLAKE_SECRET_FILE_REFUSED)) != 0)));
 	if (statement != NULL)
 	{
 		/* statement logging: "statement: ...", "duration: ... execute" */

@@ -31,17 +31,21 @@
  * again from its first node and lets go of the nodes it did not need in
  * the second before.
  *
- * The secret (flake.randflake_secret) is readable by superusers only and
- * is kept out of the server log: see check_randflake_secret.
+ * The secret (flake.randflake_secret, or the file that
+ * flake.randflake_secret_file names) is readable by superusers only and is
+ * kept out of the server log: see check_randflake_secret and
+ * check_randflake_secret_file.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "common/hmac.h"
 #include "common/sha2.h"
 #include "funcapi.h"
+#include "parser/scansup.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
@@ -87,7 +91,16 @@
 #define RANDFLAKE_FINGERPRINT_LEN	4	/* bytes */
 #define RANDFLAKE_FINGERPRINT_INFO	"flake randflake key fingerprint"
 
-/* A parsed secret: the GUC "extra" of flake.randflake_secret. */
+/*
+ * The most a key file may hold: the key's 32 hexadecimal digits, with
+ * white space around them (a line end, the indentation of a YAML block).
+ */
+#define RANDFLAKE_SECRET_FILE_MAX	256
+
+/*
+ * A parsed secret: the GUC "extra" of flake.randflake_secret and of
+ * flake.randflake_secret_file.
+ */
 typedef struct RandflakeSecret
 {
 	bool		set;
@@ -116,7 +129,10 @@ char	   *randflake_nodes_string = NULL;
 static RandflakeShared *randflake_shared = NULL;
 static char *randflake_secret_string = NULL;
 static const RandflakeSecret *randflake_secret = NULL;
-static uint64 secret_generation = 0;	/* counts assignments of the secret */
+static char *randflake_secret_file_string = NULL;
+static const RandflakeSecret *randflake_file_secret = NULL;
+static bool both_secrets_set = false;	/* see warn_if_both_set */
+static uint64 secret_generation = 0;	/* counts assignments of the secrets */
 
 /*
  * Ids encrypted ahead, RANDFLAKE_BATCH at a time: they were reserved from
@@ -210,6 +226,38 @@ key_fingerprint(const uint8 *key, char *out)
 }
 
 /*
+ * Parse a key of 32 hex digits (len characters at value) into secret, with
+ * its schedule and fingerprint.  False if it is not one.
+ */
+static bool
+parse_secret(const char *value, size_t len, RandflakeSecret *secret)
+{
+	if (len != 2 * RANDFLAKE_KEY_LEN)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (hex_digit(value[i]) < 0)
+			return false;
+	for (int i = 0; i < RANDFLAKE_KEY_LEN; i++)
+		secret->key[i] = (uint8) (hex_digit(value[2 * i]) << 4 |
+								  hex_digit(value[2 * i + 1]));
+	sparx64_key_schedule(&secret->schedule, secret->key);
+	key_fingerprint(secret->key, secret->fingerprint);
+	secret->set = true;
+	return true;
+}
+
+/* Hand a parsed secret to PostgreSQL as a setting's extra, and wipe it. */
+static bool
+secret_extra(RandflakeSecret *secret, void **extra)
+{
+	*extra = flake_guc_malloc(sizeof(RandflakeSecret));
+	if (*extra != NULL)
+		memcpy(*extra, secret, sizeof(RandflakeSecret));
+	explicit_bzero(secret, sizeof(RandflakeSecret));
+	return *extra != NULL;
+}
+
+/*
  * Check a new secret: 32 hex digits, or empty for none.
  *
  * The value never appears in a message: the error text is our own, and a
@@ -231,33 +279,17 @@ check_randflake_secret(char **newval, void **extra, GucSource source)
 	RandflakeSecret secret;
 
 	memset(&secret, 0, sizeof(secret));
-	if (len > 0 && strcmp(value, RANDFLAKE_SECRET_MASK) != 0)
+	if (len > 0 && strcmp(value, RANDFLAKE_SECRET_MASK) != 0 &&
+		!parse_secret(value, len, &secret))
 	{
-		bool		valid = (len == 2 * RANDFLAKE_KEY_LEN);
-
-		for (size_t i = 0; valid && i < len; i++)
-			valid = hex_digit(value[i]) >= 0;
-		if (!valid)
-		{
-			GUC_check_errmsg(FLAKE_SECRET_REFUSED);
-			GUC_check_errdetail("The secret must be 32 hexadecimal digits (16 bytes); the value given has %zu characters%s.",
-								len, len == 2 * RANDFLAKE_KEY_LEN ? ", not all of them hexadecimal digits" : "");
-			GUC_check_errhint("Generate one with: openssl rand -hex 16");
-			return flake_reject_setting("flake.randflake_secret", NULL);
-		}
-		for (int i = 0; i < RANDFLAKE_KEY_LEN; i++)
-			secret.key[i] = (uint8) (hex_digit(value[2 * i]) << 4 |
-									 hex_digit(value[2 * i + 1]));
-		sparx64_key_schedule(&secret.schedule, secret.key);
-		key_fingerprint(secret.key, secret.fingerprint);
-		secret.set = true;
+		GUC_check_errmsg(FLAKE_SECRET_REFUSED);
+		GUC_check_errdetail("The secret must be 32 hexadecimal digits (16 bytes); the value given has %zu characters%s.",
+							len, len == 2 * RANDFLAKE_KEY_LEN ? ", not all of them hexadecimal digits" : "");
+		GUC_check_errhint("Generate one with: openssl rand -hex 16");
+		return flake_reject_setting("flake.randflake_secret", NULL);
 	}
-
-	*extra = flake_guc_malloc(sizeof(RandflakeSecret));
-	if (*extra == NULL)
+	if (!secret_extra(&secret, extra))
 		return false;
-	memcpy(*extra, &secret, sizeof(secret));
-	explicit_bzero(&secret, sizeof(secret));
 
 	if (strcmp(value, RANDFLAKE_SECRET_MASK) != 0)
 	{
@@ -272,6 +304,54 @@ check_randflake_secret(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/*
+ * Check the file named by flake.randflake_secret_file, and read the key
+ * from it: the file must be private to the server's user (see
+ * flake_read_private_file) and hold the key's 32 hex digits, with white
+ * space around them at most.  It is read again at each reload, by the
+ * postmaster and by each backend, as every setting in the configuration
+ * is checked again; a refused file leaves the key in force as it was.
+ *
+ * The messages give the path, the file's owner and mode, and the length
+ * of what it holds, never any of it.  A parallel worker, restoring its
+ * leader's settings, does not read the file: the functions that need the
+ * key are not run in parallel workers (as for the secret's mask above).
+ */
+static bool
+check_randflake_secret_file(char **newval, void **extra, GucSource source)
+{
+	char		content[RANDFLAKE_SECRET_FILE_MAX];
+	const char *start = content;
+	size_t		len;
+	RandflakeSecret secret;
+	bool		ok = true;
+
+	memset(&secret, 0, sizeof(secret));
+	if (**newval != '\0' && !InitializingParallelWorker)
+	{
+		ok = flake_read_private_file(*newval, content, sizeof(content));
+		if (ok)
+		{
+			len = strlen(content);
+			while (len > 0 && scanner_isspace(content[len - 1]))
+				len--;
+			while (len > 0 && scanner_isspace(*start))
+				start++, len--;
+			ok = parse_secret(start, len, &secret);
+			if (!ok)
+				GUC_check_errdetail("The file must hold 32 hexadecimal digits (16 bytes), with nothing else but white space around them; it holds %zu characters%s.",
+									len, len == 2 * RANDFLAKE_KEY_LEN ? ", not all of them hexadecimal digits" : "");
+		}
+		explicit_bzero(content, sizeof(content));
+	}
+	if (!ok)
+	{
+		GUC_check_errhint("Generate a key with: openssl rand -hex 16");
+		return flake_reject_setting("flake.randflake_secret_file", *newval);
+	}
+	return secret_extra(&secret, extra);
+}
+
 static const char *
 fingerprint_or_none(const RandflakeSecret *secret)
 {
@@ -280,42 +360,90 @@ fingerprint_or_none(const RandflakeSecret *secret)
 
 /*
  * Ids made under two keys are distinct only by chance, so the log records
- * which key was in force from when, by fingerprint: once per change, by the
- * postmaster (every backend re-reads the setting too), and at start.
+ * which key each setting gave from when, by fingerprint: once per change,
+ * by the postmaster (every backend re-reads the settings too), and at
+ * start.  old is the setting's key before, secret its new one.
  */
+static void
+log_key_change(const char *name, const RandflakeSecret *old,
+			   const RandflakeSecret *secret)
+{
+	if (IsUnderPostmaster)
+		return;
+	/* at start, the default comes first, then the configured key */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		if (secret->set)
+			ereport(LOG,
+					(errmsg("%s has key fingerprint %s", name, secret->fingerprint)));
+	}
+	else if (old != NULL &&
+			 (secret->set != old->set ||
+			  memcmp(secret->key, old->key, RANDFLAKE_KEY_LEN) != 0))
+	{
+		/*
+		 * The function is named in the hint: the log filter hides a detail
+		 * that names it.
+		 */
+		ereport(LOG,
+				(errmsg("%s changed from key fingerprint %s to %s", name,
+						fingerprint_or_none(old), fingerprint_or_none(secret)),
+				 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, and ids made under the two keys are distinct only by chance."),
+				 errhint("Decode ids made before with randflake_decode(id, '\\x<old key>').")));
+	}
+}
+
+/*
+ * The key in force: the file's, when flake.randflake_secret_file names
+ * one, else flake.randflake_secret's.
+ */
+static const RandflakeSecret *
+secret_in_force(void)
+{
+	if (randflake_file_secret != NULL && randflake_file_secret->set)
+		return randflake_file_secret;
+	return randflake_secret;
+}
+
+/*
+ * Both settings set keeps the key in the configuration, which the file is
+ * there to avoid: the postmaster warns when it comes to that, at start or
+ * at a reload.
+ */
+static void
+warn_if_both_set(void)
+{
+	bool		both;
+
+	both = randflake_secret != NULL && randflake_secret->set &&
+		randflake_file_secret != NULL && randflake_file_secret->set;
+	if (both && !both_secrets_set && !IsUnderPostmaster)
+		ereport(WARNING,
+				(errmsg("flake.randflake_secret is set, and flake.randflake_secret_file too: the key of the file is used"),
+				 errhint("Remove flake.randflake_secret from the configuration, so that the key is in the file alone.")));
+	both_secrets_set = both;
+}
+
+/* Assign the key of the setting name, whose parsed key is at *var. */
+static void
+assign_key(const char *name, const RandflakeSecret **var, void *extra)
+{
+	log_key_change(name, *var, extra);
+	*var = extra;
+	secret_generation++;
+	warn_if_both_set();
+}
+
 static void
 assign_randflake_secret(const char *newval, void *extra)
 {
-	const RandflakeSecret *secret = (const RandflakeSecret *) extra;
+	assign_key("flake.randflake_secret", &randflake_secret, extra);
+}
 
-	if (!IsUnderPostmaster)
-	{
-		/* at start, the default comes first, then the configured key */
-		if (process_shared_preload_libraries_in_progress)
-		{
-			if (secret->set)
-				ereport(LOG,
-						(errmsg("flake.randflake_secret has key fingerprint %s",
-								secret->fingerprint)));
-		}
-		else if (randflake_secret != NULL &&
-				 (secret->set != randflake_secret->set ||
-				  memcmp(secret->key, randflake_secret->key, RANDFLAKE_KEY_LEN) != 0))
-		{
-			/*
-			 * The function is named in the hint: the log filter hides a
-			 * detail that names it.
-			 */
-			ereport(LOG,
-					(errmsg("flake.randflake_secret changed from key fingerprint %s to %s",
-							fingerprint_or_none(randflake_secret),
-							fingerprint_or_none(secret)),
-					 errdetail("Randflake ids made from now on are encrypted with the new key; ids made before decode only with the old key, and ids made under the two keys are distinct only by chance."),
-					 errhint("Decode ids made before with randflake_decode(id, '\\x<old key>').")));
-		}
-	}
-	randflake_secret = secret;
-	secret_generation++;
+static void
+assign_randflake_secret_file(const char *newval, void *extra)
+{
+	assign_key("flake.randflake_secret_file", &randflake_file_secret, extra);
 }
 
 static const char *
@@ -363,20 +491,33 @@ randflake_define_settings(void)
 							   check_randflake_secret,
 							   assign_randflake_secret,
 							   show_randflake_secret);
+	DefineCustomStringVariable("flake.randflake_secret_file",
+							   "File that holds the key of randflake_next() ids, in place of flake.randflake_secret.",
+							   "Owned by the server's user with mode 0600, or by root with mode 0640; read again at each reload.",
+							   &randflake_secret_file_string,
+							   "",
+							   PGC_SIGHUP,
+							   GUC_SUPERUSER_ONLY | GUC_NOT_IN_SAMPLE,
+							   check_randflake_secret_file,
+							   assign_randflake_secret_file,
+							   NULL);
 }
 
 static const SparxKey *
 server_key(void)
 {
-	if (randflake_secret == NULL || !randflake_secret->set)
+	const RandflakeSecret *secret = secret_in_force();
+
+	if (secret == NULL || !secret->set)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake.randflake_secret is not set"),
 				 errdetail("Randflake ids are encrypted with the server's secret key."),
-				 errhint("Add this line, with 32 hexadecimal digits such as the output of \"openssl rand -hex 16\", to postgresql.conf or to a file it includes that only the server can read, and reload (SELECT pg_reload_conf()):\n"
+				 errhint("Add one of these lines to postgresql.conf, and reload (SELECT pg_reload_conf()): the first names a file that holds the key, 32 hexadecimal digits such as the output of \"openssl rand -hex 16\", and that only the server's user can read; the second gives the key itself.\n"
+						 "flake.randflake_secret_file = '/path/to/key'\n"
 						 "flake.randflake_secret = '<32 hex digits>'\n"
 						 "Avoid ALTER SYSTEM, which also writes the key into postgresql.auto.conf.")));
-	return &randflake_secret->schedule;
+	return &secret->schedule;
 }
 
 static Size
@@ -832,9 +973,11 @@ randflake_decode_key(PG_FUNCTION_ARGS)
 Datum
 randflake_key_fingerprint(PG_FUNCTION_ARGS)
 {
-	if (randflake_secret == NULL || !randflake_secret->set)
+	const RandflakeSecret *secret = secret_in_force();
+
+	if (secret == NULL || !secret->set)
 		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(randflake_secret->fingerprint));
+	PG_RETURN_TEXT_P(cstring_to_text(secret->fingerprint));
 }
 
 /* The fingerprint of a key given as bytea, to match it to the log. */

@@ -19,6 +19,10 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -389,6 +393,67 @@ flake_nodes_foreach(const char *str, int bits,
 		add(0, (INT64CONST(1) << bits) - 1, arg);
 	else
 		(void) parse_nodes(str, INT64CONST(1) << bits, add, arg);
+}
+
+/*
+ * Read a file that a setting names and that holds a secret, for that
+ * setting's check hook, by the rules of PostgreSQL's ssl_key_file: a
+ * regular file (a symbolic link to one is followed, as Kubernetes mounts
+ * secrets), owned by the server's user with no access for group or others
+ * (mode 0600 or 0400), or owned by root and at most readable by its group
+ * (0640 or 0440).  A path that is not absolute is relative to the data
+ * directory, the server's working directory.
+ *
+ * Returns true with the content in buf (at most size - 1 bytes,
+ * terminated), or false with what is wrong in GUC_check_errdetail.  The
+ * detail never holds the path, which the message gives, nor anything of
+ * the content, but its length: it may name a key, and the log filter
+ * hides details that do.
+ */
+bool
+flake_read_private_file(const char *path, char *buf, size_t size)
+{
+	struct stat st;
+	int			fd;
+	size_t		len = 0;
+	ssize_t		n = 0;
+	bool		ok = false;
+
+	/* O_NONBLOCK: a FIFO put there must not stop the server */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+	{
+		GUC_check_errdetail("The file could not be opened: %m.");
+		return false;
+	}
+	if (fstat(fd, &st) != 0)
+		GUC_check_errdetail("The file could not be examined: %m.");
+	else if (!S_ISREG(st.st_mode))
+		GUC_check_errdetail("It is not a regular file.");
+	else if (st.st_uid != geteuid() && st.st_uid != 0)
+		GUC_check_errdetail("The file is owned by user ID %u; it must be owned by the server's user (user ID %u) or by root.",
+							(unsigned) st.st_uid, (unsigned) geteuid());
+	else if ((st.st_uid == geteuid() && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) ||
+			 (st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IXGRP | S_IRWXO)) != 0))
+		GUC_check_errdetail("Its mode is %04o: owned by the server's user, the file must give no access to group or others (chmod 600); owned by root, at most read access to its group (chmod 640).",
+							(unsigned) (st.st_mode & 07777));
+	else if (st.st_size >= (off_t) size)
+		GUC_check_errdetail("The file holds %lld bytes, more than the %zu it may hold.",
+							(long long) st.st_size, size - 1);
+	else
+	{
+		while (len < size - 1 &&
+			   ((n = read(fd, buf + len, size - 1 - len)) > 0 ||
+				(n < 0 && errno == EINTR)))
+			len += Max(n, 0);
+		if (n < 0)
+			GUC_check_errdetail("The file could not be read: %m.");
+		else
+			ok = true;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return ok;
 }
 
 /* Start defining settings, from _PG_init: see flake_reject_setting. */

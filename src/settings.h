@@ -27,6 +27,7 @@ extern void flake_define_enum(const char *name, const char *short_desc,
 							  const struct config_enum_entry *options,
 							  GucContext context, int flags);
 extern bool flake_parse_epoch(const char *str, int64 *unix_ms);
+extern bool flake_read_private_file(const char *path, char *buf, size_t size);
 
 /* Node lists, such as "0-511" or "3,8-15"; empty means every node. */
 extern bool flake_check_node_list(const char *name, const char *value,

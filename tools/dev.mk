@@ -39,7 +39,10 @@ help:
 	@echo "$$FLAKE_HELP"
 
 # Scripts that start servers, as an unprivileged user when run as root
-# (tools/lib.sh)
+# (tools/lib.sh).  They and the targets after them in this list need no
+# PGXS: they install PostgreSQL themselves, or use none.
+FLAKE_WITHOUT_PGXS = help test demo matrix packages check-citus bench bench-migrate bench-online \
+	check-meta check-majors list-regress list-isolation dist
 test:
 	$(FLAKE_SRC)/tools/run
 demo:

@@ -32,20 +32,44 @@ flake_root() {
 }
 
 # Install the Debian packages named that are missing.
+#
+# Debian's postgresql-NN creates the cluster NN/main when it is installed
+# first, and starts it on port 5432.  The scripts start servers of their
+# own, so they install it without that cluster: postgresql-common reads
+# create_main_cluster from createcluster.d, where a file says "false" for
+# the duration of the install, and is removed again.  Nothing then runs
+# that the user did not have, and nothing of it stays configured.
+FLAKE_NO_MAIN_CLUSTER=/etc/postgresql-common/createcluster.d/zz-flake-no-main-cluster.conf
 flake_ensure_packages() {
-	local missing=() pkg
+	local missing=() pkg servers=() rc=0
 	for pkg in "$@"; do
 		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
 			missing+=("$pkg")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
+	for pkg in "${missing[@]}"; do
+		[[ $pkg =~ ^postgresql-[0-9]+$ ]] && servers+=("${pkg#postgresql-}/main")
+	done
 	echo "flake: installing ${missing[*]}"
 	if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
 		flake_die "missing packages; run: apt-get update && apt-get install -y ${missing[*]}"
 	fi
+	if [ ${#servers[@]} -gt 0 ]; then
+		flake_root mkdir -p "$(dirname "$FLAKE_NO_MAIN_CLUSTER")" &&
+			echo "create_main_cluster = false   # while make demo/test installs PostgreSQL" |
+			flake_root tee "$FLAKE_NO_MAIN_CLUSTER" >/dev/null ||
+			flake_die "could not write $FLAKE_NO_MAIN_CLUSTER"
+	fi
+	# interrupted, it still removes the file before it stops
+	trap 'rc=1' INT TERM HUP
 	flake_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
 		flake_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-		flake_die "apt-get install ${missing[*]} failed"
+		rc=1
+	trap - INT TERM HUP
+	[ ${#servers[@]} -eq 0 ] || flake_root rm -f "$FLAKE_NO_MAIN_CLUSTER"
+	[ "$rc" -eq 0 ] || flake_die "apt-get install ${missing[*]} failed"
+	[ ${#servers[@]} -eq 0 ] ||
+		echo "flake: installed without Debian's default cluster ${servers[*]}, so no server of it runs; to have one: sudo pg_createcluster ${servers[0]%/main} main --start"
 }
 
 # The major of Debian's "postgresql" package in this machine's apt sources.
@@ -128,11 +152,27 @@ flake_indent_packages() {
 	apt-cache show pg-bsd-indent >/dev/null 2>&1 && echo pg-bsd-indent
 }
 
+# Stop before make install overwrites files of a package (postgresql-NN-flake
+# installed from a .deb): dpkg would then report them changed, and removing
+# the package would remove the build installed over it.
+flake_refuse_packaged() {
+	local pg_config=$1 path owner
+	command -v dpkg-query >/dev/null 2>&1 || return 0
+	for path in "$("$pg_config" --pkglibdir)/flake.so" "$("$pg_config" --sharedir)/extension/flake.control" \
+		"$("$pg_config" --bindir)/flake_migrate_online"; do
+		owner=$(dpkg-query -S "$path" 2>/dev/null | sed -n '1s/^\([^:,]*\)[:,].*/\1/p') || true
+		[ -z "$owner" ] || flake_die "$path belongs to the package $owner, which make install would overwrite.
+  Remove it first (sudo apt-get remove $owner), or build against another installation
+  (PG_CONFIG=/path/to/pg_config)."
+	done
+}
+
 # Build and install the extension into the directories of the PostgreSQL
 # flake_select_pg chose.  Arguments are make variables for both
 # (FLAKE_ASSERT=1 ...: see Makefile).
 flake_build_install() {
 	local pg_config=$FLAKE_PG_CONFIG
+	flake_refuse_packaged "$pg_config"
 	echo "flake: building flake${*:+ ($*)} for PostgreSQL $PG_MAJOR and installing it into $("$pg_config" --pkglibdir) ..."
 	make -s -C "$FLAKE_TOP" PG_CONFIG="$pg_config" "$@" || flake_die "build failed"
 	if [ -w "$($pg_config --pkglibdir)" ] && [ -w "$($pg_config --sharedir)/extension" ]; then

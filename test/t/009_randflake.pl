@@ -28,8 +28,8 @@ my ($ret, $stdout, $stderr) =
   $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT randflake_next()");
 isnt($ret, 0, 'randflake_next() fails without a secret');
 like($stderr, qr/ERROR:  55000: flake.randflake_secret is not set/, '55000 names the setting');
-like($stderr, qr/HINT:  .*postgresql.conf.*\nflake.randflake_secret = '<32 hex digits>'\nAvoid ALTER SYSTEM/s,
-	'the hint shows the postgresql.conf line and advises against ALTER SYSTEM, as the README does');
+like($stderr, qr/HINT:  .*postgresql.conf.*\nflake.randflake_secret_file = '\/path\/to\/key'\nflake.randflake_secret = '<32 hex digits>'\nAvoid ALTER SYSTEM/s,
+	'the hint shows the postgresql.conf lines and advises against ALTER SYSTEM, as the README does');
 
 # set by ALTER SYSTEM and a reload
 $node->safe_psql('postgres', "ALTER SYSTEM SET flake.randflake_secret = '$secret'");

@@ -12,6 +12,7 @@ use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Cwd;
 use File::Copy;
 use POSIX qw(strftime);
 use Test::More;
@@ -135,6 +136,10 @@ my $new = flake_cluster('new', $conf);
 my $bindir = $old->config_data('--bindir');
 {
 	local $ENV{PGHOST} = $new->host;
+	# pg_upgrade writes delete_old_cluster.sh into the current directory:
+	# not into the source tree, which prove runs in
+	my $cwd = getcwd();
+	chdir PostgreSQL::Test::Utils::tempdir() or die "chdir: $!";
 	command_ok(
 		[
 			'pg_upgrade', '--no-sync', '-d', $old->data_dir, '-D', $new->data_dir,
@@ -142,6 +147,7 @@ my $bindir = $old->config_data('--bindir');
 			'-p', $old->port, '-P', $new->port
 		],
 		'pg_upgrade');
+	chdir $cwd or die "chdir $cwd: $!";
 }
 $new->start;
 refused($new, 'postgres', 'after pg_upgrade');
