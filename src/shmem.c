@@ -164,14 +164,23 @@ flake_check_recovery(const char *generator)
 
 	if (flake_shared != NULL)
 	{
-		FlakeState	state;
+		/*
+		 * Read without the lock first: a problem is set at start, or in WAL
+		 * replay, before any backend gets here; one found later (a take-over
+		 * or repair that reads a file damaged meanwhile) refuses the backends
+		 * that have not generated yet, and every move of a mark (hwm.c).
+		 */
+		if (flake_shared->state.generation.set)
+		{
+			FlakeState	state;
 
-		LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
-		if (flake_state_retry(&flake_shared->state, &flake_shared->marks.value))
-			flake_shmem_raise();
-		state = flake_shared->state;
-		LWLockRelease(flake_shared->lock);
-		flake_state_refuse(&state, false);
+			LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+			if (flake_state_retry(&flake_shared->state, &flake_shared->marks.value))
+				flake_shmem_raise();
+			state = flake_shared->state;
+			LWLockRelease(flake_shared->lock);
+			flake_state_refuse(&state, false);
+		}
 
 		/* a database carried from another server needs that server's marks */
 		flake_origin_check();
