@@ -23,18 +23,10 @@ use lib $FindBin::RealBin;
 use FlakeClock;
 use FlakeTest;
 
-my $conf = qq{flake.nodes = '0-1015'
-flake.rekey_nodes = '1016-1023'
-flake.randflake_secret = '$flake_secret'
-flake.max_borrow = '60s'
-};
+my $conf = $carry_conf;
 # the old server's system identifier
 my $old_system;
-my %generators = (
-	flake     => 'flake_next()',
-	ulidflake => 'ulidflake_next()::bigint',
-	randflake => 'randflake_next()',
-);
+my %generators = %family_next;
 
 # a small burst of each family, in the table ids
 sub generate

@@ -25,16 +25,8 @@ use lib $FindBin::RealBin;
 use FlakeClock;
 use FlakeTest;
 
-my $conf = qq{flake.nodes = '0-1015'
-flake.rekey_nodes = '1016-1023'
-flake.randflake_secret = '$flake_secret'
-flake.max_borrow = '60s'
-};
-my %generators = (
-	flake     => 'flake_next()',
-	ulidflake => 'ulidflake_next()::bigint',
-	randflake => 'randflake_next()',
-);
+my $conf = $carry_conf;
+my %generators = %family_next;
 my $all_families = join ', ', map { "$_ 0" } sort keys %generators;
 
 # a phase's ids of each family that equal ids of another phase

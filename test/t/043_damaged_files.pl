@@ -25,16 +25,8 @@ use lib $FindBin::RealBin;
 use FlakeClock;
 use FlakeTest;
 
-my $conf = qq{flake.nodes = '0-1015'
-flake.rekey_nodes = '1016-1023'
-flake.randflake_secret = '$flake_secret'
-flake.max_borrow = '60s'
-};
-my %generators = (
-	flake     => 'flake_next()',
-	ulidflake => 'ulidflake_next()::bigint',
-	randflake => 'randflake_next()',
-);
+my $conf = $carry_conf;
+my %generators = %family_next;
 
 # another server, stopped, whose files are copied here to be taken over
 my $old = flake_cluster('old', $conf);
