@@ -17,24 +17,20 @@
  * also makes replaying a record again change nothing; the file holds at
  * most FLAKE_REKEY_MAX_CLAIMS claims.
  *
+ * Reading the file never fails: flake_claims_load says what is wrong with
+ * it, and state.c refuses rekey claims alone until it is repaired.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "access/xlog.h"
 #include "access/xloginsert.h"
-#include "storage/fd.h"
 
 #include "claims.h"
 #include "datafile.h"
 
-#define FLAKE_REKEYS_FILE		"flake.rekeys"
 #define FLAKE_REKEYS_TEMP		"flake.rekeys.tmp"
-#define FLAKE_REKEYS_IMPORT		"flake.rekeys.import"
 #define FLAKE_REKEYS_MAGIC		0x464C4B52	/* "FLKR" */
 
 typedef struct RekeyFileHeader
@@ -70,62 +66,77 @@ parse_claims(const char *data, Size len, FlakeRekeyClaim **claims,
 }
 
 /*
- * Read the claims of a file (none when it does not exist).  A damaged file
- * is an error, with hint (if not NULL) saying what to do: without it, a
- * node's milliseconds could be claimed twice.
+ * Read the claims of a flake.rekeys (this server's, or another's by path;
+ * palloc'd, none when it does not exist).  NULL, with the problem, when it
+ * cannot be read or is not an intact flake.rekeys.
  */
-static FlakeRekeyClaim *
-read_claims_file(const char *path, uint32 *count, bool *found,
-				 const char *hint)
+FlakeRekeyClaim *
+flake_claims_load(const char *path, uint32 *count, FlakeFileProblem *problem)
 {
 	FlakeRekeyClaim *claims = NULL;
-	struct stat st;
 	char	   *data;
-	int			fd;
-	bool		ok;
+	size_t		len;
 
 	*count = 0;
-	*found = false;
-	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
-	if (fd < 0)
+	data = flake_datafile_read(path, &len, problem);
+	if (data == NULL)
+		return problem->status == FLAKE_FILE_MISSING ?
+			palloc(sizeof(FlakeRekeyClaim)) : NULL;
+	if (!parse_claims(data, len, &claims, count))
 	{
-		if (errno == ENOENT)
-			return NULL;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", path)));
+		uint32		magic = 0;
+
+		memcpy(&magic, data, Min(len, sizeof(magic)));
+		flake_datafile_damaged(problem, data, len, magic == FLAKE_REKEYS_MAGIC);
+		claims = NULL;
+		*count = 0;
 	}
-	*found = true;
-	if (fstat(fd, &st) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not stat file \"%s\": %m", path)));
-	data = palloc(Max(st.st_size, 1));
-	ok = read(fd, data, st.st_size) == st.st_size &&
-		parse_claims(data, st.st_size, &claims, count);
-	CloseTransientFile(fd);
 	pfree(data);
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("flake rekey claims file \"%s\" is damaged", path),
-				 errdetail("It records which nodes and milliseconds earlier rekeys used; without it, rekeyed ids could repeat."),
-				 hint != NULL ? errhint("%s", hint) : 0));
 	return claims;
 }
 
-/* The claims made so far, from flake.rekeys. */
+/*
+ * Refuse (elevel ERROR), or warn at start, with what to do, because
+ * flake.rekeys cannot be read: without it, a node's milliseconds could be
+ * claimed twice.  With import_waits, another server's files wait to be
+ * taken over, which needs it: the generators refuse too.
+ */
+void
+flake_claims_refuse(int elevel, const FlakeFileProblem *problem,
+					bool import_waits)
+{
+	ereport(elevel,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 flake_datafile_errmsg(FLAKE_REKEYS_FILE, problem),
+			 import_waits ?
+			 errdetail("It holds the rekey claims, the nodes and milliseconds earlier rekeys used. Another server's files wait in flake.hwm.import and flake.rekeys.import to be taken over, which needs it: until then flake_next(), ulidflake_next(), randflake_next() and rekey claims refuse, since databases that came from that server may hold its ids. The rest of the server works.%s",
+					   problem->status == FLAKE_FILE_UNKNOWN_FORMAT ?
+					   " A later release of flake may have written it." : "") :
+			 errdetail("It holds the rekey claims, the nodes and milliseconds earlier rekeys used: without them a rekey could use them again, so rekey claims (flake_migrate() with rekey_from) refuse until it is repaired. The generators and the rest of the server work.%s",
+					   problem->status == FLAKE_FILE_UNKNOWN_FORMAT ?
+					   " A later release of flake may have written it." : ""),
+			 problem->status == FLAKE_FILE_UNREADABLE ?
+			 errhint("Give the server's operating system user read and write access to it, as to the rest of the data directory; rekeys resume at the next claim.") :
+			 errhint("Put back an intact copy of it as it was when damaged (an older one would let rekeys reuse later claims)%s; rekeys resume at the next claim. Without one, run SELECT flake_repair_state(t) as a superuser, where t is a time later than every id this server issued and every row a rekey gave an id (see \"Damaged state files\" in flake's README).",
+					 problem->status == FLAKE_FILE_UNKNOWN_FORMAT ?
+					 ", or install the release of flake that wrote it and restart" : "")));
+}
+
+/* The claims made so far, from flake.rekeys; a file that cannot be read is refused. */
 FlakeRekeyClaim *
 flake_claims_read(uint32 *count)
 {
-	bool		found;
+	FlakeFileProblem problem;
+	FlakeRekeyClaim *claims = flake_claims_load(FLAKE_REKEYS_FILE, count, &problem);
 
-	return read_claims_file(FLAKE_REKEYS_FILE, count, &found, NULL);
+	if (claims == NULL)
+		flake_claims_refuse(ERROR, &problem, false);
+	return claims;
 }
 
 /* Replace the file with the claims, durably (see datafile.c). */
-static void
-write_claims(const FlakeRekeyClaim *claims, uint32 count)
+void
+flake_claims_write(const FlakeRekeyClaim *claims, uint32 count)
 {
 	Size		size = sizeof(FlakeRekeyClaim) * count;
 	char	   *data = palloc(sizeof(RekeyFileHeader) + size);
@@ -176,14 +187,41 @@ merge_claim(FlakeRekeyClaim *claims, uint32 count, FlakeRekeyClaim claim,
 }
 
 /*
- * Add claims to flake.rekeys; with log, also log them in WAL and flush it,
- * so that they are durable and reach standbys before the caller uses them
- * (the file comes first, so that a full data directory fails the claim
- * before anything is logged).  Without log, from replay: claims there
- * already change nothing.  The caller holds the claims' lock exclusively.
+ * Merge the nadded claims added into the count claims of *claims (palloc'd;
+ * made larger here), and return their number; *changed is set when that
+ * changes them.
+ */
+uint32
+flake_claims_merge(FlakeRekeyClaim **claims, uint32 count,
+				   const FlakeRekeyClaim *added, uint32 nadded, bool *changed)
+{
+	*claims = repalloc(*claims, sizeof(FlakeRekeyClaim) * Max(count + nadded, 1));
+	for (uint32 i = 0; i < nadded; i++)
+		count = merge_claim(*claims, count, added[i], changed);
+	return count;
+}
+
+/*
+ * Log claims in WAL and flush it, so that they are durable and reach
+ * standbys before the caller uses them.
  */
 void
-flake_claims_add(const FlakeRekeyClaim *added, uint32 nadded, bool log)
+flake_claims_log(const FlakeRekeyClaim *claims, uint32 count)
+{
+	if (count == 0)
+		return;
+	XLogBeginInsert();
+	XLogRegisterData((char *) claims, sizeof(FlakeRekeyClaim) * count);
+	XLogFlush(XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_REKEY_CLAIMS));
+}
+
+/*
+ * Add claims to flake.rekeys and log them in WAL (the file comes first,
+ * so that a full data directory fails the claim before anything is
+ * logged).  The caller holds the claims' lock exclusively.
+ */
+void
+flake_claims_add(const FlakeRekeyClaim *added, uint32 nadded)
 {
 	FlakeRekeyClaim *claims;
 	uint32		count;
@@ -191,50 +229,15 @@ flake_claims_add(const FlakeRekeyClaim *added, uint32 nadded, bool log)
 	bool		changed = false;
 
 	claims = flake_claims_read(&count);
-	claims = claims ? repalloc(claims, sizeof(FlakeRekeyClaim) * (count + nadded))
-		: palloc(sizeof(FlakeRekeyClaim) * Max(nadded, 1));
-	merged = count;
-	for (uint32 i = 0; i < nadded; i++)
-		merged = merge_claim(claims, merged, added[i], &changed);
-	if (log && merged > FLAKE_REKEY_MAX_CLAIMS)
+	merged = flake_claims_merge(&claims, count, added, nadded, &changed);
+	if (merged > FLAKE_REKEY_MAX_CLAIMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("flake.rekeys holds %u claims, the most it may hold",
 						count),
 				 errdetail("Each rekey claims a node of flake.rekey_nodes for the milliseconds of its rows.")));
 	if (changed)
-		write_claims(claims, merged);
-	if (log)
-	{
-		XLogBeginInsert();
-		XLogRegisterData((char *) added, sizeof(FlakeRekeyClaim) * nadded);
-		XLogFlush(XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_REKEY_CLAIMS));
-	}
+		flake_claims_write(claims, merged);
+	flake_claims_log(added, nadded);
 	pfree(claims);
-}
-
-/*
- * At start, in the postmaster (no other process runs, so no lock): take
- * over the claims of flake.rekeys.import, another server's flake.rekeys
- * copied here by the operator (see the README's upgrade steps), then
- * remove it.  A crash in between takes them over again, which changes
- * nothing.  Not logged in WAL (it cannot be written yet): a standby made
- * before this start lacks them, and refuses to generate in the databases
- * that came from the other server until it is made again (origin.c).
- */
-void
-flake_claims_import(void)
-{
-	FlakeRekeyClaim *claims;
-	uint32		count;
-	bool		found;
-
-	claims = read_claims_file(FLAKE_REKEYS_IMPORT, &count, &found,
-							  "Copy flake.rekeys of the old server (stopped) to \"" FLAKE_REKEYS_IMPORT "\" again.");
-	if (!found)
-		return;
-	flake_claims_add(claims, count, false);
-	durable_unlink(FLAKE_REKEYS_IMPORT, FATAL);
-	ereport(LOG,
-			(errmsg("flake took over the rekey claims of \"%s\"", FLAKE_REKEYS_IMPORT)));
 }

@@ -15,7 +15,7 @@
  * are logged in a WAL record of flake's own resource manager; the record is
  * flushed before the generators see the new mark and hand out ids under it.
  * (The file comes first, so that a full data directory fails the move
- * before anything is logged.)  Replay (wal.c) raises the marks, in flake.hwm
+ * before anything is logged.)  Replay (wal.c, state.c) raises the marks, in flake.hwm
  * and in shared memory, wherever WAL is replayed: on a standby, in crash
  * recovery, and when a base backup is restored with its WAL.
  *
@@ -24,28 +24,23 @@
  *
  * The file also names the server that wrote it (its system identifier)
  * and the servers whose marks it took over: pg_upgrade and pg_dump carry
- * a database to a new server without this file, which must then be
- * copied from the old one (origin.c refuses to generate until it is).
+ * a database to a new server without this file, whose state must then be
+ * taken over from the old one (state.c; origin.c refuses to generate
+ * until it is).
+ *
+ * Reading the file never fails: flake_hwm_load says what is wrong with it,
+ * and state.c refuses generation alone until it is repaired.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "access/xlog.h"
 #include "access/xloginsert.h"
-#include "storage/fd.h"
-#include "utils/memutils.h"
 
 #include "datafile.h"
 #include "hwm.h"
 
-#define FLAKE_HWM_FILE		"flake.hwm"
-#define FLAKE_HWM_TEMP_FILE	"flake.hwm.tmp"
-#define FLAKE_HWM_IMPORT_FILE "flake.hwm.import"
 #define FLAKE_HWM_MAGIC		0x464C4B35	/* "FLK5": any number of servers */
 #define FLAKE_HWM_MAGIC_V4	0x464C4B34	/* "FLK4": at most 13 servers */
 #define FLAKE_HWM_MAGIC_V3	0x464C4B33	/* "FLK3": no servers */
@@ -101,10 +96,6 @@ typedef struct FlakeHwmFileV2
 	pg_crc32c	crc;
 } FlakeHwmFileV2;
 
-static void servers_add(FlakeServers *servers, uint64 id, uint64 own);
-static void hwm_write_servers(const FlakeMarks *marks,
-							  const FlakeServers *servers);
-
 /*
  * Take the marks and the servers out of the contents of a file of the
  * current format or of 1.2's; false when they are not such a file or are
@@ -113,7 +104,6 @@ static void hwm_write_servers(const FlakeMarks *marks,
 static bool
 hwm_parse(const char *data, Size len, FlakeMarks *marks, FlakeServers *servers)
 {
-	uint64		own = GetSystemIdentifier();
 	FlakeHwmHeader header;
 	FlakeHwmFileV4 v4;
 	pg_crc32c	crc;
@@ -132,9 +122,9 @@ hwm_parse(const char *data, Size len, FlakeMarks *marks, FlakeServers *servers)
 				uint64		id;
 
 				memcpy(&id, data + sizeof(header) + sizeof(uint64) * i, sizeof(id));
-				servers_add(servers, id, own);
+				flake_hwm_servers_add(servers, id);
 			}
-			servers_add(servers, header.writer, own);
+			flake_hwm_servers_add(servers, header.writer);
 			servers->writer = header.writer;
 			return true;
 		}
@@ -147,8 +137,8 @@ hwm_parse(const char *data, Size len, FlakeMarks *marks, FlakeServers *servers)
 		return false;
 	*marks = v4.marks;
 	for (uint32 i = 0; i < v4.count; i++)
-		servers_add(servers, v4.id[i], own);
-	servers_add(servers, v4.writer, own);
+		flake_hwm_servers_add(servers, v4.id[i]);
+	flake_hwm_servers_add(servers, v4.writer);
 	servers->writer = v4.writer;
 	return true;
 }
@@ -185,148 +175,102 @@ hwm_parse_old(const char *data, Size len, FlakeMarks *marks)
 	return true;
 }
 
-/*
- * Read flake.hwm: the marks (0 when there is no file yet), and the
- * servers whose marks they hold besides this one's: those the file lists,
- * and the server that wrote it when that is another (the file was copied
- * from it, see the README's upgrade steps).  A file of the formats before
- * the servers is taken as this server's own (they were written where they
- * lie, unless copied; flake_hwm_read rewrites it at start, naming this
- * server).
- * Also for flake.hwm.import, by path.  False when the file is damaged;
- * *found says whether it exists, *old_format whether it is in a format
- * before the servers.  servers->id is palloc'd in every case.
- */
+/* Whether a magic number is that of a format of flake.hwm this release reads. */
 static bool
-hwm_read_file(const char *path, FlakeMarks *marks, FlakeServers *servers,
-			  bool *found, bool *old_format)
+hwm_magic_known(uint32 magic)
 {
-	struct stat st;
+	return magic == FLAKE_HWM_MAGIC || magic == FLAKE_HWM_MAGIC_V4 ||
+		magic == FLAKE_HWM_MAGIC_V3 || magic == FLAKE_HWM_MAGIC_V2;
+}
+
+/*
+ * Read a flake.hwm (this server's, or another's by path): the marks (0
+ * when there is no file), and the servers whose marks they hold besides
+ * this one's: those the file lists, and the server that wrote it when that
+ * is another (the file was copied from it).  A file of the formats before
+ * the servers names none (servers->writer is 0): it is taken as the
+ * server's own where it lies, and rewritten at start naming this server.
+ *
+ * True when the file was read or does not exist (problem->status says
+ * which); false, with the problem, when it cannot be read or is not an
+ * intact flake.hwm of a format this release reads.  servers->id is
+ * palloc'd in every case; the caller frees it.
+ */
+bool
+flake_hwm_load(const char *path, FlakeMarks *marks, FlakeServers *servers,
+			   FlakeFileProblem *problem)
+{
 	char	   *data;
-	int			fd;
+	size_t		len;
 	bool		ok;
 
 	memset(marks, 0, sizeof(*marks));
 	servers->writer = 0;
 	servers->count = 0;
 	servers->id = palloc(0);
-	*found = false;
-	*old_format = false;
-	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
-	if (fd < 0)
+	data = flake_datafile_read(path, &len, problem);
+	if (data == NULL)
+		return problem->status == FLAKE_FILE_MISSING;
+	ok = hwm_parse(data, len, marks, servers) || hwm_parse_old(data, len, marks);
+	if (!ok)
 	{
-		if (errno == ENOENT)
-			return true;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", path)));
-	}
-	*found = true;
-	if (fstat(fd, &st) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not stat file \"%s\": %m", path)));
-	if (st.st_size > (off_t) MaxAllocSize)
-	{
-		CloseTransientFile(fd);
-		return false;
-	}
-	data = palloc(Max(st.st_size, 1));
-	ok = read(fd, data, st.st_size) == st.st_size;
-	CloseTransientFile(fd);
+		uint32		magic = 0;
 
-	if (ok && !hwm_parse(data, st.st_size, marks, servers))
-		ok = *old_format = hwm_parse_old(data, st.st_size, marks);
+		memcpy(&magic, data, Min(len, sizeof(magic)));
+		flake_datafile_damaged(problem, data, len, hwm_magic_known(magic));
+		memset(marks, 0, sizeof(*marks));
+		servers->writer = 0;
+		servers->count = 0;
+	}
 	pfree(data);
 	return ok;
 }
 
 /*
- * Read the high-water marks at start, in the postmaster while it creates
- * shared memory.  A damaged file stops the server: without it, ids issued
- * before could be issued again.
- *
- * A flake.hwm.import, another server's flake.hwm copied here by the
- * operator (see the README's upgrade steps), is taken over first: the
- * marks rise to its marks, and flake.hwm names that server and those it
- * names, before the import is removed (a crash in between takes it over
- * again, which changes nothing).
+ * Refuse (elevel ERROR), or warn at start, with what to do, because
+ * flake.hwm cannot be read: without its marks, ids issued before could be
+ * issued again.
  */
 void
-flake_hwm_read(FlakeMarks *marks)
+flake_hwm_refuse(int elevel, const FlakeFileProblem *problem)
 {
-	FlakeServers servers;
-	FlakeMarks	imported;
-	FlakeServers imported_servers;
-	bool		found;
-	bool		old_format;
-
-	/* a replacement that a crash or a full disk left unfinished */
-	if (unlink(FLAKE_HWM_TEMP_FILE) != 0 && errno != ENOENT)
-		ereport(FATAL,
-				(errcode_for_file_access(),
-				 errmsg("could not remove file \"%s\": %m", FLAKE_HWM_TEMP_FILE)));
-
-	if (!hwm_read_file(FLAKE_HWM_FILE, marks, &servers, &found, &old_format))
-		ereport(FATAL,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_FILE),
-				 errdetail("It records the newest timestamp flake may have issued; without it, ids could repeat."),
-				 errhint("If the system clock is known to be past every issued id, remove the file and start the server again.")));
-	/* named as this server's now, so that a copy names it */
-	if (old_format)
-		hwm_write_servers(marks, &servers);
-
-	if (!hwm_read_file(FLAKE_HWM_IMPORT_FILE, &imported, &imported_servers,
-					   &found, &old_format))
-		ereport(FATAL,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_IMPORT_FILE),
-				 errhint("Copy flake.hwm of the old server (stopped) to \"%s\" again.",
-						 FLAKE_HWM_IMPORT_FILE)));
-	if (found)
-	{
-		for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
-			marks->mark[i] = Max(marks->mark[i], imported.mark[i]);
-		for (uint32 i = 0; i < imported_servers.count; i++)
-			servers_add(&servers, imported_servers.id[i], GetSystemIdentifier());
-		hwm_write_servers(marks, &servers);
-		durable_unlink(FLAKE_HWM_IMPORT_FILE, FATAL);
-		ereport(LOG,
-				(errmsg("flake took over the marks of \"%s\"", FLAKE_HWM_IMPORT_FILE)));
-	}
-	pfree(servers.id);
-	pfree(imported_servers.id);
+	ereport(elevel,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 flake_datafile_errmsg(FLAKE_HWM_FILE, problem),
+			 errdetail("It holds flake's high-water marks, the newest times ids may have been issued at: without them ids could repeat, so flake_next(), ulidflake_next(), randflake_next() and rekey claims refuse until it is repaired. The rest of the server works.%s",
+					   problem->status == FLAKE_FILE_UNKNOWN_FORMAT ?
+					   " A later release of flake may have written it." : ""),
+			 problem->status == FLAKE_FILE_UNREADABLE ?
+			 errhint("Give the server's operating system user read and write access to it, as to the rest of the data directory; generation resumes at the next call.") :
+			 errhint("Put back an intact copy of it as it was when damaged (an older one would let later ids repeat)%s; generation resumes at the next call. Without one, run SELECT flake_repair_state(t) as a superuser, where t is a time later than every id this server issued (see \"Damaged state files\" in flake's README).",
+					 problem->status == FLAKE_FILE_UNKNOWN_FORMAT ?
+					 ", or install the release of flake that wrote it and restart" : "")));
 }
 
 /*
- * The other servers whose marks flake.hwm holds (see hwm_read_file), and
+ * The other servers whose marks flake.hwm holds (see flake_hwm_load), and
  * the one that wrote it (0 if none did in this format); the caller frees
- * servers->id.  A damaged file is an error.
+ * servers->id.  A file that cannot be read is refused.
  */
 void
 flake_hwm_servers(FlakeServers *servers)
 {
 	FlakeMarks	marks;
-	bool		found;
-	bool		old_format;
+	FlakeFileProblem problem;
 
-	if (!hwm_read_file(FLAKE_HWM_FILE, &marks, servers, &found, &old_format))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("flake high-water mark file \"%s\" is damaged", FLAKE_HWM_FILE),
-				 errdetail("It records the newest timestamp flake may have issued; without it, ids could repeat.")));
+	if (!flake_hwm_load(FLAKE_HWM_FILE, &marks, servers, &problem))
+		flake_hwm_refuse(ERROR, &problem);
 }
 
 /*
- * Add a server's system identifier to the list, unless it is own (this
- * server's), 0 (none) or listed already.  The list has no bound: each
+ * Add a server's system identifier to the list, unless it is this
+ * server's, 0 (none) or listed already.  The list has no bound: each
  * server a database may come from must stay in it.
  */
-static void
-servers_add(FlakeServers *servers, uint64 id, uint64 own)
+void
+flake_hwm_servers_add(FlakeServers *servers, uint64 id)
 {
-	if (id == 0 || id == own)
+	if (id == 0 || id == GetSystemIdentifier())
 		return;
 	for (uint32 i = 0; i < servers->count; i++)
 		if (servers->id[i] == id)
@@ -341,8 +285,8 @@ servers_add(FlakeServers *servers, uint64 id, uint64 own)
  * that a 1.2 library still reads the file, else in the current one.  A
  * temporary file left behind by a crash is removed at the next start.
  */
-static void
-hwm_write_servers(const FlakeMarks *marks, const FlakeServers *servers)
+void
+flake_hwm_write(const FlakeMarks *marks, const FlakeServers *servers)
 {
 	if (servers->count <= FLAKE_HWM_V4_SERVERS)
 	{
@@ -388,8 +332,25 @@ hwm_write(const FlakeMarks *marks)
 	FlakeServers servers;
 
 	flake_hwm_servers(&servers);
-	hwm_write_servers(marks, &servers);
+	flake_hwm_write(marks, &servers);
 	pfree(servers.id);
+}
+
+/*
+ * Log the marks in WAL and flush it, before the generators may use them:
+ * in the marks' record, or with the servers whose state was taken over
+ * (count of them) in the take-over record, so that standbys and restores
+ * name them too.
+ */
+void
+flake_hwm_log(const FlakeMarks *marks, const uint64 *servers, uint32 count)
+{
+	XLogBeginInsert();
+	XLogRegisterData((char *) marks, sizeof(*marks));
+	if (count > 0)
+		XLogRegisterData((char *) servers, sizeof(uint64) * count);
+	XLogFlush(XLogInsert(FLAKE_RMGR_ID,
+						 count > 0 ? XLOG_FLAKE_TAKE_OVER : XLOG_FLAKE_MARKS));
 }
 
 /* Set up the shared state from the marks read at start. */
@@ -412,8 +373,8 @@ flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks)
  * Give the marks to the generators, once they are persisted.  The caller
  * holds the marks' lock exclusively.
  */
-static void
-hwm_publish(FlakeMarkState *state, const FlakeMarks *marks)
+void
+flake_hwm_publish(FlakeMarkState *state, const FlakeMarks *marks)
 {
 	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
 		pg_atomic_write_u64(&state->mark[i], (uint64) marks->mark[i]);
@@ -439,38 +400,10 @@ flake_hwm_extend(FlakeMarkState *state, LWLock *lock, FlakeHwm which,
 	/* another backend may have moved it while we waited */
 	if (marks.mark[which] < value)
 	{
-		XLogRecPtr	lsn;
-
 		marks.mark[which] = value + chunk[which];
 		hwm_write(&marks);
-		XLogBeginInsert();
-		XLogRegisterData((char *) &marks, sizeof(marks));
-		lsn = XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_MARKS);
-		XLogFlush(lsn);
-		hwm_publish(state, &marks);
-	}
-	LWLockRelease(lock);
-}
-
-/*
- * Raise the marks to those of a replayed WAL record, in the file and in
- * shared memory.  Marks never go down: a record replayed again changes
- * nothing.
- */
-void
-flake_hwm_raise(FlakeMarkState *state, LWLock *lock, const FlakeMarks *logged)
-{
-	FlakeMarks	current;
-	FlakeMarks	next;
-
-	LWLockAcquire(lock, LW_EXCLUSIVE);
-	flake_hwm_current(state, &current);
-	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
-		next.mark[i] = Max(current.mark[i], logged->mark[i]);
-	if (memcmp(&next, &current, sizeof(next)) != 0)
-	{
-		hwm_write(&next);
-		hwm_publish(state, &next);
+		flake_hwm_log(&marks, NULL, 0);
+		flake_hwm_publish(state, &marks);
 	}
 	LWLockRelease(lock);
 }

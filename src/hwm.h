@@ -16,6 +16,16 @@
 #include "port/atomics.h"
 #include "storage/lwlock.h"
 
+#include "datafile.h"
+
+/*
+ * The marks' file, and the name under which another server's flake.hwm is
+ * copied into the data directory to be taken over at start (state.c).
+ */
+#define FLAKE_HWM_FILE			"flake.hwm"
+#define FLAKE_HWM_TEMP_FILE		"flake.hwm.tmp"
+#define FLAKE_HWM_IMPORT_FILE	"flake.hwm.import"
+
 /*
  * How far ahead of issued timestamps the marks are persisted: one fsync per
  * chunk under steady load, and after a restart ids may carry a timestamp up
@@ -27,13 +37,16 @@
 /*
  * flake's WAL resource manager, from the range for extensions (128-255).
  * It must be entered on the PostgreSQL wiki page CustomWALResourceManagers
- * before a release, so that no other extension takes it.  This record
- * carries the three marks (FlakeMarks) after a move; the rekey claims have
- * a record of their own (claims.h).
+ * before a release, so that no other extension takes it.  The marks'
+ * record carries the three marks (FlakeMarks) after a move; the take-over
+ * record carries the marks after another server's were taken over, then
+ * that server's system identifier and those its flake.hwm named (uint64
+ * each).  The rekey claims have a record of their own (claims.h).
  */
 #define FLAKE_RMGR_ID		211
 #define FLAKE_RMGR_NAME		"flake"
 #define XLOG_FLAKE_MARKS	0x00
+#define XLOG_FLAKE_TAKE_OVER	0x20
 
 typedef enum FlakeHwm
 {
@@ -71,14 +84,20 @@ typedef struct FlakeMarkState
 	pg_atomic_uint64 mark[FLAKE_HWM_FAMILIES];
 } FlakeMarkState;
 
-extern void flake_hwm_read(FlakeMarks *marks);
+extern bool flake_hwm_load(const char *path, FlakeMarks *marks,
+						   FlakeServers *servers, FlakeFileProblem *problem);
+extern void flake_hwm_refuse(int elevel, const FlakeFileProblem *problem);
 extern void flake_hwm_servers(FlakeServers *servers);
+extern void flake_hwm_servers_add(FlakeServers *servers, uint64 id);
+extern void flake_hwm_write(const FlakeMarks *marks,
+							const FlakeServers *servers);
+extern void flake_hwm_log(const FlakeMarks *marks, const uint64 *servers,
+						  uint32 count);
 extern void flake_hwm_init(FlakeMarkState *state, const FlakeMarks *marks);
 extern void flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks);
+extern void flake_hwm_publish(FlakeMarkState *state, const FlakeMarks *marks);
 extern void flake_hwm_extend(FlakeMarkState *state, LWLock *lock,
 							 FlakeHwm which, int64 value);
-extern void flake_hwm_raise(FlakeMarkState *state, LWLock *lock,
-							const FlakeMarks *logged);
 
 /*
  * Make sure a family's persisted mark covers value (its time unit) before

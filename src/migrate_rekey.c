@@ -48,9 +48,9 @@
 #include "settings.h"
 #include "shmem.h"
 #include "snowflake_settings.h"
+#include "state.h"
 #include "ulidflake.h"
 
-#define FLAKE_REKEY_BANDS		32
 /* ids of one millisecond in one ulidflake band */
 #define FLAKE_REKEY_BAND_SEQUENCE_BITS 15
 
@@ -236,6 +236,10 @@ flake_rekey_claim(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 
 	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+	/* a flake.rekeys that could not be read may have been put back */
+	if (flake_state_retry(&flake_shared->state, &flake_shared->marks.value))
+		flake_shmem_raise();
+	flake_state_refuse(&flake_shared->state, true);
 	claims = flake_claims_read(&count);
 	choice.claims = claims;
 	choice.count = count;
@@ -267,7 +271,7 @@ flake_rekey_claim(PG_FUNCTION_ARGS)
 	claim.first_ms = span.first_ms;
 	claim.last_ms = span.last_ms;
 	claim.node = band ? -1 - choice.node : choice.node;
-	flake_claims_add(&claim, 1, true);
+	flake_claims_add(&claim, 1);
 	LWLockRelease(flake_shared->lock);
 
 	PG_RETURN_INT32(choice.node);

@@ -14,12 +14,12 @@
  * on; pg_dump dumps the rows, pg_upgrade keeps the table's file).
  *
  * flake.hwm names the server that wrote it and the servers whose marks it
- * took over, when the operator copied their files here to be taken over
- * at start (hwm.c, claims.c).  Before a backend's first id (and
- * before a rekey claim), every server in flake_origin must be this one or
- * one flake.hwm names; otherwise flake refuses, with a hint saying to copy
- * the old server's files.  A check per
- * backend, not per id: the hot path stays as it was.
+ * took over: through flake_take_over() from their data directory, or from
+ * their files copied here to be taken over at start (state.c).  Before a
+ * backend's first id (and before a rekey claim), every server in
+ * flake_origin must be this one or one flake.hwm names; otherwise flake
+ * refuses, with a hint naming flake_take_over().  A check per backend,
+ * not per id: the hot path stays as it was.
  *
  * flake_extension_schema() also tells migrate_owner.c where the extension's types
  * are.
@@ -114,5 +114,5 @@ flake_origin_check(void)
 				 errmsg("this database holds ids of another server, whose flake state this server lacks"),
 				 errdetail("The database comes from the server with system identifier " UINT64_FORMAT " (through pg_upgrade or pg_dump); the ids and rekey claims it issued are recorded in the files flake.hwm and flake.rekeys of its data directory, and this server (system identifier " UINT64_FORMAT ") has not taken them over.",
 						   missing, own),
-				 errhint("Stop this server, copy flake.hwm and flake.rekeys from the data directory of the old server (stopped) into this one's as flake.hwm.import and flake.rekeys.import, and start it: it takes them over. See \"pg_upgrade, and a dump restored into another server\" in flake's README.")));
+				 errhint("Take over the old server's state, with no restart: SELECT flake_take_over('/path/to/old/data') as a superuser, with the data directory of the old server, stopped. See \"Upgrading and uninstalling\" in flake's README.")));
 }

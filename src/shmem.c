@@ -19,10 +19,10 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
-#include "claims.h"
 #include "hwm.h"
 #include "origin.h"
 #include "shmem.h"
+#include "state.h"
 
 /* the Snowflake, ulidflake and Randflake families */
 #define FLAKE_MAX_PARTS 3
@@ -57,6 +57,8 @@ flake_shmem_request(void)
  * standby, a restored backup); flake_check_recovery raises the state to
  * them before the first id.  Another server's files copied here to be
  * taken over (flake.rekeys.import, flake.hwm.import) are merged first.
+ * Files that cannot be used leave the server running, its generators
+ * refused (state.c).
  */
 static void
 flake_shmem_startup(void)
@@ -71,9 +73,7 @@ flake_shmem_startup(void)
 	flake_shared = ShmemInitStruct("flake", sizeof(FlakeSharedState), &found);
 	if (!found)
 	{
-		/* the claims first: a server that flake.hwm names has its claims */
-		flake_claims_import();
-		flake_hwm_read(&marks);
+		flake_state_start(&flake_shared->state, &marks);
 		flake_hwm_init(&flake_shared->marks.value, &marks);
 		flake_shared->lock = &(GetNamedLWLockTranche("flake"))->lock;
 		flake_shared->floors_final = false;
@@ -124,14 +124,33 @@ flake_require_shared(void)
 }
 
 /*
- * The slow path of flake_refuse_in_recovery: refuse during recovery, and
+ * Raise every family's state just above the marks, as they are now.  The
+ * caller holds the lock exclusively, having raised the marks, so that no
+ * backend passes flake_check_recovery to its first id before.
+ */
+void
+flake_shmem_raise(void)
+{
+	FlakeMarks	marks;
+
+	flake_hwm_current(&flake_shared->marks.value, &marks);
+	for (int i = 0; i < nparts; i++)
+		parts[i]->raise(&marks);
+}
+
+/*
+ * The slow path of flake_refuse_in_recovery: refuse during recovery, while
+ * flake's files cannot be used (state.c: each call reads them again), and
  * in a database carried from another server whose marks this one lacks
- * (origin.c); the first time after recovery, raise every part's state to the marks that WAL
- * replay left (a promoted standby set up its shared memory from the
- * flake.hwm it had at start; crash recovery and a restored backup replay
- * marks too).  No generator has run in this shared memory before that,
- * since each one passes here first; one backend raises the state, under
- * the lock, before any id is issued.
+ * (origin.c); the first time after recovery, raise every part's state to
+ * the marks that WAL replay left (a promoted standby set up its shared
+ * memory from the flake.hwm it had at start; crash recovery and a restored
+ * backup replay marks too).  No generator has run in this shared memory
+ * before that, since each one passes here first; one backend raises the
+ * state, under the lock, before any id is issued.  Where the marks rise
+ * later (flake_take_over(), a repair), the backend that raises them raises
+ * the parts too, under the lock; a backend refused by the origin check
+ * takes the lock below before its first id, so it comes after.
  */
 void
 flake_check_recovery(const char *generator)
@@ -143,20 +162,33 @@ flake_check_recovery(const char *generator)
 				 errdetail("This server is a standby or is still replaying WAL; ids made here could repeat its primary's."),
 				 errhint("Generate ids on the primary. A standby generates ids once it is promoted.")));
 
-	/* a database carried from another server needs that server's marks */
-	if (flake_shared != NULL)
-		flake_origin_check();
-
 	if (flake_shared != NULL)
 	{
+		/*
+		 * Read without the lock first: a problem is set at start, or in WAL
+		 * replay, before any backend gets here; one found later (a take-over
+		 * or repair that reads a file damaged meanwhile) refuses the backends
+		 * that have not generated yet, and every move of a mark (hwm.c).
+		 */
+		if (flake_shared->state.generation.set)
+		{
+			FlakeState	state;
+
+			LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+			if (flake_state_retry(&flake_shared->state, &flake_shared->marks.value))
+				flake_shmem_raise();
+			state = flake_shared->state;
+			LWLockRelease(flake_shared->lock);
+			flake_state_refuse(&state, false);
+		}
+
+		/* a database carried from another server needs that server's marks */
+		flake_origin_check();
+
 		LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
 		if (!flake_shared->floors_final)
 		{
-			FlakeMarks	marks;
-
-			flake_hwm_current(&flake_shared->marks.value, &marks);
-			for (int i = 0; i < nparts; i++)
-				parts[i]->raise(&marks);
+			flake_shmem_raise();
 			flake_shared->floors_final = true;
 		}
 		LWLockRelease(flake_shared->lock);

@@ -12,6 +12,7 @@
 #include "storage/lwlock.h"
 
 #include "hwm.h"
+#include "state.h"
 
 /*
  * What every family shares, present only when the library is preloaded:
@@ -33,12 +34,17 @@ typedef struct FlakeSharedState
 	 * was set up from flake.hwm).  Under the lock.
 	 */
 	bool		floors_final;
+
+	/* what is wrong with flake's files (state.c), under the lock */
+	FlakeState	state;
 } FlakeSharedState;
 
 /*
  * A family's own part of shared memory.  The callbacks run in the
- * postmaster (startup) and in the first backend to generate after recovery
- * (raise), while no generator of the family runs.
+ * postmaster (startup), and under the lock (raise): in the first backend
+ * to generate after recovery, and where the marks rose while the server
+ * runs (another server's state taken over, a damaged file repaired), while
+ * generators of the family may run.
  */
 typedef struct FlakeShmemPart
 {
@@ -46,7 +52,7 @@ typedef struct FlakeShmemPart
 	Size		(*size) (void);
 	/* attach to the part; when fresh, set it up just above the marks */
 	void		(*startup) (void *part, bool fresh, const FlakeMarks *marks);
-	/* raise the state just above marks that WAL replay moved */
+	/* raise the state just above marks that moved (flake_raise_last) */
 	void		(*raise) (const FlakeMarks *marks);
 } FlakeShmemPart;
 
@@ -63,6 +69,7 @@ extern void flake_shmem_init(void);
 extern void flake_shmem_add_part(const FlakeShmemPart *part);
 extern void flake_require_shared(void);
 extern void flake_check_recovery(const char *generator);
+extern void flake_shmem_raise(void);
 
 /*
  * Refuse to generate during recovery: a standby would issue its primary's
@@ -79,14 +86,17 @@ flake_refuse_in_recovery(const char *generator)
 }
 
 /*
- * Raise a generator's last value to floor: only while no generator runs
- * (see FlakeShmemPart).
+ * Raise a generator's last value to floor, also while generators advance
+ * it: by compare-and-swap, so that a generator's own compare-and-swap from
+ * a value below floor fails, and it takes its next id above floor.
  */
 static inline void
 flake_raise_last(pg_atomic_uint64 *last, uint64 floor)
 {
-	if (pg_atomic_read_u64(last) < floor)
-		pg_atomic_write_u64(last, floor);
+	uint64		seen = pg_atomic_read_u64(last);
+
+	while (seen < floor && !pg_atomic_compare_exchange_u64(last, &seen, floor))
+		;
 }
 
 #endif							/* FLAKE_SHMEM_H */

@@ -356,17 +356,44 @@ flake_next(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id);
 }
 
+/*
+ * The hint of a node flake_next(node) may not take: the nodes this server
+ * generates on (flake.nodes, or its Citus group's share), not the whole
+ * node space, part of which flake.rekey_nodes or other servers hold.
+ */
+static char *
+allowed_nodes_hint(void)
+{
+	FlakeNodeSpace space;
+
+	if (*snowflake_nodes_string != '\0')
+		return psprintf("Pass a node of flake.nodes (\"%s\"), the nodes this server generates on.",
+						snowflake_nodes_string);
+	if (snowflake_node_space(&space))
+	{
+		snowflake_citus_share(&space);
+		if (space.count < (1 << snowflake_node_bits))
+			return psprintf("Pass a node from %d to %d, the nodes this server's Citus group generates on.",
+							space.first->id, space.first->id + space.count - 1);
+	}
+	return psprintf("Pass a node from 0 to %d, the nodes this server generates on (flake.node_bits = %d).",
+					(1 << snowflake_node_bits) - 1, snowflake_node_bits);
+}
+
 Datum
 flake_next_node(PG_FUNCTION_ARGS)
 {
 	int32		node = PG_GETARG_INT32(0);
 
 	if (node < 0 || node >= (1 << snowflake_node_bits))
+	{
+		char	   *hint = allowed_nodes_hint();
+
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("node %d is out of range for flake_next()", node),
-				 errhint("flake.node_bits = %d allows nodes 0 to %d.",
-						 snowflake_node_bits, (1 << snowflake_node_bits) - 1)));
+				 errhint("%s", hint)));
+	}
 	flake_require_shared();
 	flake_refuse_in_recovery("flake_next(node)");
 

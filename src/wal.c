@@ -5,8 +5,10 @@
  *
  * Each time a family's mark moves a chunk ahead, hwm.c logs all three
  * marks in a record of this resource manager; each rekey claim is logged
- * in one too (claims.c).  Replay raises the marks, in flake.hwm and in
- * shared memory, and adds the claims to flake.rekeys, wherever WAL is
+ * in one too (claims.c), and another server's state taken over in one
+ * (state.c).  Replay raises the marks, in flake.hwm and in shared memory,
+ * names the servers taken over, and adds the claims to flake.rekeys
+ * (state.c: while a file cannot be used, in shared memory only), wherever WAL is
  * replayed: on a standby, in crash recovery, and when a base backup is
  * restored with its WAL.  So a promoted standby or a restored server
  * starts above every id issued, and claims no node claimed, before the
@@ -27,6 +29,7 @@
 #include "claims.h"
 #include "hwm.h"
 #include "shmem.h"
+#include "state.h"
 #include "wal.h"
 
 /* Whether a record is one flake writes: its type, and a length to match. */
@@ -38,6 +41,9 @@ record_is_valid(XLogReaderState *record)
 
 	if (info == XLOG_FLAKE_MARKS)
 		return len == sizeof(FlakeMarks);
+	if (info == XLOG_FLAKE_TAKE_OVER)
+		return len > sizeof(FlakeMarks) &&
+			(len - sizeof(FlakeMarks)) % sizeof(uint64) == 0;
 	if (info == XLOG_FLAKE_REKEY_CLAIMS)
 		return len > 0 && len % sizeof(FlakeRekeyClaim) == 0;
 	return false;
@@ -52,23 +58,26 @@ flake_redo(XLogReaderState *record)
 		elog(PANIC, "flake_redo: unknown record: info %u, length %u",
 			 info, XLogRecGetDataLen(record));
 
-	if (info == XLOG_FLAKE_MARKS)
+	/* the record's data need not be aligned for int64: copied */
+	if (info == XLOG_FLAKE_MARKS || info == XLOG_FLAKE_TAKE_OVER)
 	{
 		FlakeMarks	logged;
+		uint32		count = (XLogRecGetDataLen(record) - sizeof(logged)) / sizeof(uint64);
+		uint64	   *servers = palloc(sizeof(uint64) * Max(count, 1));
 
 		memcpy(&logged, XLogRecGetData(record), sizeof(logged));
-		flake_hwm_raise(&flake_shared->marks.value, flake_shared->lock, &logged);
+		memcpy(servers, XLogRecGetData(record) + sizeof(logged), sizeof(uint64) * count);
+		flake_state_redo_marks(&flake_shared->state, &flake_shared->marks.value,
+							   flake_shared->lock, &logged, servers, count);
+		pfree(servers);
 	}
 	else
 	{
 		uint32		n = XLogRecGetDataLen(record) / sizeof(FlakeRekeyClaim);
 		FlakeRekeyClaim *claims = palloc(XLogRecGetDataLen(record));
 
-		/* the record's data need not be aligned for int64 */
 		memcpy(claims, XLogRecGetData(record), XLogRecGetDataLen(record));
-		LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
-		flake_claims_add(claims, n, false);
-		LWLockRelease(flake_shared->lock);
+		flake_state_redo_claims(&flake_shared->state, flake_shared->lock, claims, n);
 		pfree(claims);
 	}
 }
@@ -80,7 +89,7 @@ flake_desc(StringInfo buf, XLogReaderState *record)
 
 	if (!record_is_valid(record))
 		return;
-	if (info == XLOG_FLAKE_MARKS)
+	if (info == XLOG_FLAKE_MARKS || info == XLOG_FLAKE_TAKE_OVER)
 	{
 		FlakeMarks	marks;
 
@@ -89,6 +98,13 @@ flake_desc(StringInfo buf, XLogReaderState *record)
 						 marks.mark[FLAKE_HWM_SNOWFLAKE],
 						 marks.mark[FLAKE_HWM_RANDFLAKE],
 						 marks.mark[FLAKE_HWM_ULIDFLAKE]);
+		for (uint32 i = 0; i < (XLogRecGetDataLen(record) - sizeof(marks)) / sizeof(uint64); i++)
+		{
+			uint64		server;
+
+			memcpy(&server, XLogRecGetData(record) + sizeof(marks) + i * sizeof(server), sizeof(server));
+			appendStringInfo(buf, "%s" UINT64_FORMAT, i == 0 ? "; taken over from servers " : ", ", server);
+		}
 	}
 	else
 	{
@@ -112,6 +128,8 @@ flake_identify(uint8 info)
 		return "MARKS";
 	if ((info & ~XLR_INFO_MASK) == XLOG_FLAKE_REKEY_CLAIMS)
 		return "REKEY_CLAIMS";
+	if ((info & ~XLR_INFO_MASK) == XLOG_FLAKE_TAKE_OVER)
+		return "TAKE_OVER";
 	return NULL;
 }
 

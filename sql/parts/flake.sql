@@ -326,6 +326,31 @@ COMMENT ON COLUMN flake_leases.holders IS 'the number of backends that share the
 -- (granted in privileges.sql)
 REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
 
+-- flake's state files (flake.hwm, flake.rekeys) live in the data directory,
+-- which pg_upgrade and pg_dump do not carry.  flake_take_over() takes over
+-- another server's from its data directory (stopped), as the start-up
+-- import does, while this server runs: superusers only (also checked in
+-- C), since it reads the server's filesystem and raises the state every
+-- database's ids depend on.  flake_repair_state() replaces a damaged
+-- flake.hwm or flake.rekeys from an operator's statement of the newest
+-- time ids were issued at.  Neither is undone by ROLLBACK.
+CREATE FUNCTION flake_take_over(data_directory text,
+								OUT system_identifier bigint, OUT servers bigint[],
+								OUT flake_next_mark timestamptz, OUT ulidflake_mark timestamptz,
+								OUT randflake_mark timestamptz, OUT rekey_claims integer)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+REVOKE EXECUTE ON FUNCTION flake_take_over(text) FROM PUBLIC;
+COMMENT ON FUNCTION flake_take_over(text) IS
+	'take over the flake state (flake.hwm, flake.rekeys) of the server of a data directory, '
+	'stopped: after pg_upgrade or a restore into this server';
+CREATE FUNCTION flake_repair_state(newest timestamptz) RETURNS void
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+REVOKE EXECUTE ON FUNCTION flake_repair_state(timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION flake_repair_state(timestamptz) IS
+	'replace a damaged flake.hwm or flake.rekeys, taking newest as the time no id of this '
+	'server, nor any row a rekey gave an id, is later than';
+
 -- The servers (system identifiers) this database was created on: pg_dump
 -- dumps the rows and pg_upgrade keeps the table, so a database carried to
 -- another server names the server whose flake.hwm and flake.rekeys (which

@@ -10,10 +10,26 @@ use PostgreSQL::Test::Utils;
 use IPC::Run;
 
 our @EXPORT = qw(flake_cluster flake_server randflake_backwards crc32c $flake_secret
-  online_run online_hold online_start);
+  $carry_conf %family_next online_run online_hold online_start);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
+
+# The settings of the tests that carry ids and claims between servers:
+# live and rekey nodes apart, the secret, and room for ids ahead of a
+# frozen clock.
+our $carry_conf = qq{flake.nodes = '0-1015'
+flake.rekey_nodes = '1016-1023'
+flake.randflake_secret = '$flake_secret'
+flake.max_borrow = '60s'
+};
+
+# Each family's next id, as a bigint.
+our %family_next = (
+	flake     => 'flake_next()',
+	ulidflake => 'ulidflake_next()::bigint',
+	randflake => 'randflake_next()',
+);
 
 # A new cluster with flake in shared_preload_libraries and the given lines
 # of postgresql.conf, initialized (with init's options) but not started,
