@@ -93,20 +93,18 @@ flake_chroot_ready() {
 	[ "$(cat "$(flake_chroot_dir "$1")/.flake-chroot" 2>/dev/null)" = "$(flake_chroot_packages "$1")" ]
 }
 
-# Make the chroot for PostgreSQL $1, or reuse it.
-flake_chroot_ensure() {
-	local major=$1 suite dir mirror script pkgs log
-	suite=$(flake_chroot_suite "$major") || return 1
-	dir=$(flake_chroot_dir "$major")
-	pkgs=$(flake_chroot_packages "$major")
-	flake_chroot_ready "$major" && return 0
+# Debootstrap Debian suite $2 into $1, starting over an unfinished earlier
+# attempt, and set it up for PostgreSQL's packages: apt installs no
+# recommends and takes Release files past their Valid-Until (the mirror's
+# testing and unstable may be), and nothing starts in it (no service, no
+# default cluster).  Its apt sources are the caller's to write.
+flake_chroot_bootstrap() {
+	local dir=$1 suite=$2 mirror script log
 	mirror=$(flake_chroot_mirror)
-	echo "flake: setting up $dir (Debian $suite, PostgreSQL $major) from $mirror"
 	flake_ensure_packages debootstrap
-	# An unfinished earlier attempt is started over.
 	flake_chroot_umount "$dir"
 	flake_root rm -rf --one-file-system "$dir"
-	flake_root mkdir -p "$FLAKE_MATRIX_DIR"
+	flake_root mkdir -p "$(dirname "$dir")"
 	# bookworm's debootstrap knows no suite newer than trixie; sid's script
 	# fits them all.
 	script=/usr/share/debootstrap/scripts/$suite
@@ -116,28 +114,43 @@ flake_chroot_ensure() {
 		{ tail -30 "$log"; rm -f "$log"; flake_chroot_umount "$dir"; flake_die "debootstrap $suite failed"; }
 	rm -f "$log"
 	flake_chroot_umount "$dir"	# debootstrap's own mounts, if any are left
-
-	{
-		echo "deb $mirror $suite main"
-		case $suite in
-			bookworm | trixie)
-				echo "deb $mirror $suite-updates main"
-				case $mirror in
-					*/debian | */debian/) echo "deb ${mirror%/debian*}/debian-security $suite-security main" ;;
-				esac
-				;;
-			sid) [ "$major" = 19 ] && echo "deb $mirror experimental main" ;;
-		esac
-	} | flake_chroot_write "$dir" etc/apt/sources.list
-	# The mirror's testing and unstable Release files may be past their
-	# Valid-Until; only what is asked for is installed.
 	printf '%s\n' 'Acquire::Check-Valid-Until "false";' 'APT::Install-Recommends "false";' |
 		flake_chroot_write "$dir" etc/apt/apt.conf.d/99flake
-	# Nothing starts in the chroot: no service, no default cluster.
 	printf '#!/bin/sh\nexit 101\n' | flake_chroot_write "$dir" usr/sbin/policy-rc.d
 	flake_root chmod 755 "$dir/usr/sbin/policy-rc.d"
 	echo "create_main_cluster = false" |
 		flake_chroot_write "$dir" etc/postgresql-common/createcluster.d/flake.conf
+}
+
+# The apt sources of Debian suite $1: for a stable one with its updates and
+# its security updates.
+flake_chroot_sources() {
+	local suite=$1 mirror
+	mirror=$(flake_chroot_mirror)
+	echo "deb $mirror $suite main"
+	case $suite in
+		bookworm | trixie)
+			echo "deb $mirror $suite-updates main"
+			case $mirror in
+				*/debian | */debian/) echo "deb ${mirror%/debian*}/debian-security $suite-security main" ;;
+			esac
+			;;
+	esac
+}
+
+# Make the chroot for PostgreSQL $1, or reuse it.
+flake_chroot_ensure() {
+	local major=$1 suite dir pkgs
+	suite=$(flake_chroot_suite "$major") || return 1
+	dir=$(flake_chroot_dir "$major")
+	pkgs=$(flake_chroot_packages "$major")
+	flake_chroot_ready "$major" && return 0
+	echo "flake: setting up $dir (Debian $suite, PostgreSQL $major) from $(flake_chroot_mirror)"
+	flake_chroot_bootstrap "$dir" "$suite"
+	{
+		flake_chroot_sources "$suite"
+		[ "$major" != 19 ] || echo "deb $(flake_chroot_mirror) experimental main"
+	} | flake_chroot_write "$dir" etc/apt/sources.list
 
 	local install=$pkgs
 	# experimental: only PostgreSQL itself and libpq; the rest of it (a
@@ -149,13 +162,10 @@ flake_chroot_ensure() {
 	echo "flake: $dir ready"
 }
 
-# Copy the tree at $1 into the chroot of PostgreSQL $2 as /build/flake: the
-# files git knows of (tracked, or new and not ignored) in a git checkout,
-# else all of them, then make clean there, so that nothing built on the host
-# for another major is taken for up to date.
-flake_chroot_copy_tree() {
-	local top=$1 major=$2 dir
-	dir=$(flake_chroot_dir "$major")
+# Copy the tree at $1 into chroot $2 as /build/flake: the files git knows of
+# (tracked, or new and not ignored) in a git checkout, else all of them.
+flake_chroot_put_tree() {
+	local top=$1 dir=$2
 	flake_root rm -rf --one-file-system "$dir/build/flake"
 	flake_root mkdir -p "$dir/build/flake"
 	if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -164,7 +174,16 @@ flake_chroot_copy_tree() {
 			tar --null -T - -cf -)
 	else
 		tar -C "$top" -cf - .
-	fi | flake_root tar -C "$dir/build/flake" -xf - &&
+	fi | flake_root tar -C "$dir/build/flake" -xf -
+}
+
+# Copy the tree at $1 into the chroot of PostgreSQL $2 as /build/flake
+# (flake_chroot_put_tree), then make clean there, so that nothing built on
+# the host for another major is taken for up to date.
+flake_chroot_copy_tree() {
+	local top=$1 major=$2 dir
+	dir=$(flake_chroot_dir "$major")
+	flake_chroot_put_tree "$top" "$dir" &&
 		flake_chroot_run "$dir" make -s -C /build/flake clean \
 			PG_CONFIG="/usr/lib/postgresql/$major/bin/pg_config" >/dev/null
 }

@@ -12,6 +12,7 @@ Try and test
   prove_installcheck  the TAP tests, on servers of their own (also: check-tap)
   check-citus         the Citus test: a coordinator and two workers
   matrix              make test on every major, in Debian chroots (PG_MAJORS="17 18")
+  cross-major         pg_upgrade and pg_upgradecluster 15 -> 17 -> 18, in a Debian chroot
 Develop
   check-regress       pg_regress on a temporary instance
   check-isolation     the isolation specs on a temporary instance
@@ -49,6 +50,8 @@ demo:
 	$(FLAKE_SRC)/tools/demo
 matrix:
 	$(FLAKE_SRC)/tools/matrix
+cross-major:
+	$(FLAKE_SRC)/tools/cross-major
 packages:
 	$(FLAKE_SRC)/tools/packages
 check-citus:
@@ -115,6 +118,6 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: help test demo matrix packages check-citus bench bench-migrate bench-online check-regress check-isolation \
+.PHONY: help test demo matrix cross-major packages check-citus bench bench-migrate bench-online check-regress check-isolation \
 	check-structure check-meta check-examples check-majors list-regress list-isolation check-unit indent \
 	check-indent dist
