@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/htup_details.h"
 #include "access/xlog.h"
 #include "catalog/pg_control.h"
 #include "catalog/pg_type.h"
