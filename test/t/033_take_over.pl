@@ -48,12 +48,8 @@ $old->start;
 $old->safe_psql('postgres', q{
 	CREATE EXTENSION flake;
 	CREATE TABLE ids (phase text NOT NULL, family text NOT NULL, id bigint NOT NULL);
-	CREATE TABLE orders (id serial PRIMARY KEY, at timestamptz NOT NULL);
-	CREATE TABLE invoices (id serial PRIMARY KEY, at timestamptz NOT NULL);
-	INSERT INTO orders (at) SELECT '2020-01-01'::timestamptz + n * interval '1 min' FROM generate_series(1, 2000) n;
-	INSERT INTO invoices (at) SELECT at FROM orders;
-	SELECT count(*) FROM flake_migrate('orders', rekey_from => 'at');
-} . join('', map { "INSERT INTO ids SELECT 'old', '$_', $generators{$_} FROM generate_series(1, 20000);\n" }
+} . rekey_tables(2000)
+  . join('', map { "INSERT INTO ids SELECT 'old', '$_', $generators{$_} FROM generate_series(1, 20000);\n" }
 	  sort keys %generators));
 my $old_system = $old->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()');
 my $dump = $old->basedir . '/old.sql';

@@ -46,11 +46,7 @@ $node->start;
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION flake;
 	CREATE TABLE ids (phase int NOT NULL, family text NOT NULL, id bigint NOT NULL);
-	CREATE TABLE orders (id serial PRIMARY KEY, at timestamptz NOT NULL);
-	CREATE TABLE invoices (id serial PRIMARY KEY, at timestamptz NOT NULL);
-	INSERT INTO orders (at) SELECT '2020-01-01'::timestamptz + n * interval '1 min' FROM generate_series(1, 1000) n;
-	INSERT INTO invoices (at) SELECT at FROM orders;
-	SELECT count(*) FROM flake_migrate('orders', rekey_from => 'at');
+} . rekey_tables(1000) . q{
 	CREATE FUNCTION outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
 	BEGIN
 		EXECUTE q;

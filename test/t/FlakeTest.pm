@@ -10,7 +10,7 @@ use PostgreSQL::Test::Utils;
 use IPC::Run;
 
 our @EXPORT = qw(flake_cluster flake_server randflake_backwards crc32c $flake_secret
-  $carry_conf %family_next online_run online_hold online_start);
+  $carry_conf %family_next rekey_tables online_run online_hold online_start);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -30,6 +30,22 @@ our %family_next = (
 	ulidflake => 'ulidflake_next()::bigint',
 	randflake => 'randflake_next()',
 );
+
+# The tables of the tests that carry rekey claims to another server, made
+# by the SQL returned: orders, rekeyed from its times (a claim), and
+# invoices of the same times, still serial, to rekey once carried.
+sub rekey_tables
+{
+	my ($rows) = @_;
+	return qq{
+	CREATE TABLE orders (id serial PRIMARY KEY, at timestamptz NOT NULL);
+	CREATE TABLE invoices (id serial PRIMARY KEY, at timestamptz NOT NULL);
+	INSERT INTO orders (at)
+	SELECT '2020-01-01'::timestamptz + n * interval '1 min' FROM generate_series(1, $rows) n;
+	INSERT INTO invoices (at) SELECT at FROM orders;
+	SELECT count(*) FROM flake_migrate('orders', rekey_from => 'at');
+};
+}
 
 # A new cluster with flake in shared_preload_libraries and the given lines
 # of postgresql.conf, initialized (with init's options) but not started,
