@@ -73,6 +73,9 @@ $publisher->safe_psql('postgres', q{
 });
 my $citus_like = 'citus_shard_move_subscription_10_7';
 my $citus_like_role = 'citus_shard_move_subscription_role_10_7';
+# (from PostgreSQL 16 on, the owner, no superuser, connects without a
+# password, as Citus's subscriptions do, and applies as itself)
+my $owner_options = $subscriber->pg_version >= 16 ? ', password_required = false, run_as_owner = true' : '';
 $subscriber->safe_psql('postgres', qq{
 	CREATE TABLE tc (id bigint PRIMARY KEY DEFAULT flake_next(), n int);
 	CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON tc FOR EACH ROW EXECUTE FUNCTION flake_guard('id');
@@ -80,7 +83,7 @@ $subscriber->safe_psql('postgres', qq{
 	CREATE USER $citus_like_role SUPERUSER;
 	GRANT INSERT, UPDATE, SELECT ON tc TO $citus_like_role;
 	CREATE SUBSCRIPTION $citus_like CONNECTION '@{[ $publisher->connstr . ' dbname=postgres' ]}' PUBLICATION pub_tc
-		WITH (copy_data = false, disable_on_error = true);
+		WITH (copy_data = false, disable_on_error = true$owner_options);
 	ALTER SUBSCRIPTION $citus_like OWNER TO $citus_like_role;
 	ALTER ROLE $citus_like_role NOSUPERUSER;
 });

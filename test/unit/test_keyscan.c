@@ -285,9 +285,10 @@ linear_work(void)
 		{
 			double		first = 0;
 
-			/* lengths in turn, up to the first that fails */
-			for (size_t len = 4096; ok && len <= most; len *= 4)
+			/* lengths 4 kB to 4 MB in turn, up to the first that fails */
+			for (int shift = 12; ok && shift <= 22; shift += 2)
 			{
+				size_t		len = (size_t) 1 << shift;
 				double		per_byte;
 				size_t		expected;
 
