@@ -41,8 +41,11 @@
 --       transactions per second in bench.tps.
 --   bench.add_tps_ratio(num, den [, clients, target])
 --       num's throughput over den's at each client count (the median over
---       passes of the ratio within a pass), to report against target (at
---       least) at the client count given.
+--       passes of the ratio within a pass), beside the ratio of their
+--       backends' CPU time a transaction (den's over num's), and against
+--       target (at least) at the client count given, judged on the CPU
+--       ratio: on a busy machine tps swings with what else runs, CPU time
+--       a transaction far less.
 --   bench.add_bulk(label, key [, requires] [, min_version])
 --       a bulk insert: a fresh table whose primary key column is declared
 --       as key (type, default), filled with BULK_N rows by one INSERT after
@@ -105,11 +108,18 @@ CREATE TABLE bench.pgbench (
 	statement text NOT NULL
 );
 
+-- A pgbench run: its throughput, and beside it what other load on the
+-- machine sways far less (bench/measure.sh): the backends' CPU time a
+-- transaction.
 CREATE TABLE bench.tps (
 	label text REFERENCES bench.pgbench (label),
 	clients int,
 	pass int,
 	tps float8 NOT NULL,
+	cpu_us float8 NOT NULL,		-- the backends' CPU time a transaction
+	client_us float8 NOT NULL,	-- pgbench's CPU time a transaction
+	others float8 NOT NULL,		-- cores kept busy by other processes
+	loadavg float8 NOT NULL,	-- 1-minute load average at the end
 	PRIMARY KEY (label, clients, pass)
 );
 
@@ -390,6 +400,9 @@ CREATE FUNCTION bench.report() RETURNS SETOF text
 LANGUAGE plpgsql AS $$
 DECLARE
 	r record;
+	q record;
+	judged record;
+	measured boolean;
 	w int;
 	nmet int := 0;
 	nmissed int := 0;
@@ -499,56 +512,85 @@ BEGIN
 
 	IF EXISTS (SELECT FROM bench.tps) THEN
 		RETURN NEXT '';
-		RETURN NEXT format('Throughput: pgbench transactions per second, one statement each; median of %s',
+		RETURN NEXT format('Throughput: pgbench, one statement a transaction, in %s interleaved passes;',
 						   (SELECT count(DISTINCT pass) FROM bench.tps));
-		RETURN NEXT 'interleaved passes.  Ratios: the median over passes of the ratio within a pass;';
-		RETURN NEXT 'higher is better.';
+		RETURN NEXT 'median (lowest-highest) over passes.  tps: transactions per second.  CPU: the';
+		RETURN NEXT 'backends'' CPU time a transaction (us), which other load on the machine sways';
+		RETURN NEXT 'far less than tps.  Other load: the cores that other processes kept busy.';
 		RETURN NEXT '';
-		SELECT max(length(x)) INTO w FROM (
-			SELECT label FROM bench.pgbench
-			UNION ALL SELECT num || ' / ' || den FROM bench.tps_ratios) s(x);
-		RETURN NEXT format('%-*s  %s', w, 'statement',
-			(SELECT string_agg(format('%10s', c || ' client' || CASE WHEN c > 1 THEN 's' ELSE '' END), '  ' ORDER BY c)
-			 FROM (SELECT DISTINCT clients AS c FROM bench.tps) s));
-		RETURN NEXT repeat('-', w + 2 + 12 * (SELECT count(DISTINCT clients) FROM bench.tps)::int);
+		SELECT max(length(label)) INTO w FROM bench.pgbench;
+		RETURN NEXT format('%-*s  %7s  %-22s  %-19s  %s', w, 'statement', 'clients', 'tps', 'CPU us',
+						   'other load');
+		RETURN NEXT repeat('-', w + 75);
 		FOR r IN
-			SELECT label, string_agg(format('%10s', round(tps)), '  ' ORDER BY clients) AS row
-			FROM (SELECT p.ord, p.label, t.clients, bench.median(array_agg(t.tps)) AS tps
-				  FROM bench.pgbench p JOIN bench.tps t USING (label)
-				  GROUP BY p.ord, p.label, t.clients) m
-			GROUP BY ord, label ORDER BY ord
+			SELECT p.label, t.clients,
+				bench.median(array_agg(t.tps)) AS tps, min(t.tps) AS tps_lo, max(t.tps) AS tps_hi,
+				bench.median(array_agg(t.cpu_us)) AS cpu, min(t.cpu_us) AS cpu_lo, max(t.cpu_us) AS cpu_hi,
+				bench.median(array_agg(t.others)) AS others, min(t.others) AS others_lo,
+				max(t.others) AS others_hi
+			FROM bench.pgbench p JOIN bench.tps t USING (label)
+			GROUP BY p.ord, p.label, t.clients
+			ORDER BY t.clients, p.ord
 		LOOP
-			RETURN NEXT format('%-*s  %s', w, r.label, r.row);
+			RETURN NEXT format('%-*s  %7s  %-22s  %-19s  %s', w, r.label, r.clients,
+				bench.spread(r.tps, r.tps_lo, r.tps_hi, 'FM9999990'),
+				bench.spread(r.cpu, r.cpu_lo, r.cpu_hi, 'FM9990.00'),
+				bench.spread(r.others, r.others_lo, r.others_hi, 'FM90.00'));
 		END LOOP;
-		FOR r IN
-			SELECT q.ord, q.num, q.den, q.clients, q.target,
-				string_agg(format('%10s', to_char(m.ratio, 'FM990.00')), '  '
-						   ORDER BY m.clients) AS row,
-				max(m.ratio) FILTER (WHERE m.clients = q.clients) AS ratio
-			FROM bench.tps_ratios q
-			JOIN LATERAL (
-				SELECT n.clients, bench.median(array_agg(n.tps / d.tps)) AS ratio
+		RETURN NEXT (SELECT format('1-minute load average after the runs: %s',
+								   bench.spread(bench.median(array_agg(loadavg)), min(loadavg), max(loadavg),
+												'FM990.00'))
+					 FROM bench.tps);
+		RETURN NEXT '';
+		RETURN NEXT 'Ratios, higher is better: the median (lowest-highest) over passes of the ratio';
+		RETURN NEXT 'within a pass, of tps, and of CPU time a transaction (the denominator''s over';
+		RETURN NEXT 'the numerator''s).  A target is judged on CPU, the figure that holds still on a';
+		RETURN NEXT 'busy machine; where the passes'' tps ratios fall on both sides of the target,';
+		RETURN NEXT 'tps alone cannot tell a change from noise.';
+		RETURN NEXT '';
+		SELECT max(length(num || ' / ' || den)) INTO w FROM bench.tps_ratios;
+		RETURN NEXT format('%-*s  %7s  %-19s  %s', w, 'ratio', 'clients', 'tps', 'CPU');
+		RETURN NEXT repeat('-', w + 52);
+		FOR q IN SELECT * FROM bench.tps_ratios ORDER BY ord LOOP
+			measured := false;
+			FOR r IN
+				SELECT n.clients,
+					bench.median(array_agg(n.tps / d.tps)) AS tps, min(n.tps / d.tps) AS tps_lo,
+					max(n.tps / d.tps) AS tps_hi,
+					bench.median(array_agg(d.cpu_us / n.cpu_us)) AS cpu,
+					min(d.cpu_us / n.cpu_us) AS cpu_lo, max(d.cpu_us / n.cpu_us) AS cpu_hi
 				FROM bench.tps n
 				JOIN bench.tps d ON d.label = q.den AND d.clients = n.clients AND d.pass = n.pass
 				WHERE n.label = q.num
-				GROUP BY n.clients) m ON true
-			GROUP BY q.ord, q.num, q.den, q.clients, q.target
-			ORDER BY q.ord
-		LOOP
-			RETURN NEXT format('%-*s  %s', w, r.num || ' / ' || r.den, r.row);
-			IF r.target IS NULL THEN
-				CONTINUE;
-			ELSIF r.ratio IS NULL THEN
+				GROUP BY n.clients
+				ORDER BY n.clients
+			LOOP
+				RETURN NEXT format('%-*s  %7s  %-19s  %s', w, q.num || ' / ' || q.den, r.clients,
+					bench.spread(r.tps, r.tps_lo, r.tps_hi, 'FM990.00'),
+					bench.spread(r.cpu, r.cpu_lo, r.cpu_hi, 'FM990.00'));
+				IF r.clients = q.clients THEN
+					judged := r;
+					measured := true;
+				END IF;
+			END LOOP;
+			CONTINUE WHEN q.target IS NULL;
+			IF NOT measured THEN
 				verdict := 'not measured';
 				nmissed := nmissed + 1;
-			ELSIF r.ratio >= r.target THEN
-				verdict := 'met';
-				nmet := nmet + 1;
 			ELSE
-				verdict := 'MISSED';
-				nmissed := nmissed + 1;
+				IF judged.cpu >= q.target THEN
+					verdict := 'met';
+					nmet := nmet + 1;
+				ELSE
+					verdict := 'MISSED';
+					nmissed := nmissed + 1;
+				END IF;
+				verdict := format('%s, %s; tps %s%s', to_char(judged.cpu, 'FM990.00'), verdict,
+								  to_char(judged.tps, 'FM990.00'),
+								  CASE WHEN judged.tps_lo < q.target AND judged.tps_hi >= q.target
+									   THEN ', its passes on both sides of the target' ELSE '' END);
 			END IF;
-			RETURN NEXT format('  target: at least %s at %s clients: %s', r.target, r.clients, verdict);
+			RETURN NEXT format('  target: at least %s at %s clients, on CPU: %s', q.target, q.clients, verdict);
 		END LOOP;
 	END IF;
 

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,11 +62,15 @@ typedef struct Options
 	long		lock_timeout_ms;
 	long		retries;
 	long		apply_rows;
+	long		pause_ms;
 } Options;
 
 static PGconn *conn;
 static PGcancel *volatile cancel;
 static volatile sig_atomic_t stopped;
+static const char *const *conn_keywords;
+static const char *const *conn_values;
+static pid_t pacer;				/* the process pausing the writes, or 0 */
 
 static void
 on_signal(int signo)
@@ -114,9 +119,13 @@ say(const Options *opt, const char *fmt,...)
  * Exit after a failed statement: a signal, a lost connection or an error,
  * each with what it leaves behind.
  */
+static void pacer_stop(void);
+static void set_session(void);
+
 static void
 fail(PGresult *res, const char *what)
 {
+	pacer_stop();
 	if (stopped)
 	{
 		fprintf(stderr, "flake_migrate_online: stopped during %s; the tables are consistent and in use as before.\n"
@@ -281,31 +290,143 @@ run_copy(const Options *opt, const char *table, const char *insert,
 }
 
 /*
- * Apply a table's log to its copy, each pass in one REPEATABLE READ
- * transaction (so that the copy equals the table as of one snapshot), until
- * a pass finds at most apply_rows entries, or after 20 passes if the
- * application writes faster: the swap applies the rest under its locks.
+ * Pausing the application's writes while the logs are applied.  Each
+ * pass applies what the application wrote during the pass before; under a
+ * write load that keeps every core busy, the apply is one session among
+ * the application's many, and may apply no faster than they write: the
+ * logs then never shrink (pgroll's backfill never ends so).  Then a second
+ * session, in a child process, pauses the writes: it holds LOCK TABLE ...
+ * IN EXCLUSIVE MODE (reads go on) on one of the tables for --pause
+ * milliseconds, lets the writes go for as long, and so on, a table after
+ * another, until the passes end.  The application's sessions soon all
+ * wait for a paused table (the writes to another table that check a
+ * foreign key into it too), and the apply has the machine.  One table at a
+ * time: holding one while waiting for the next could close a cycle with a
+ * session that holds the next and waits for the first to check a foreign
+ * key.  The lock waits at most --lock-timeout, or is left for the next
+ * turn, so a write waits at most about --lock-timeout + --pause.  The
+ * child stops at SIGTERM (cancelling its pause), or by itself within a
+ * turn if this process is gone.
  */
 static void
-run_apply(const Options *opt, const char *table, const char *apply)
+pacer_run(const Options *opt, const PGresult *plan, int first, int last, pid_t parent)
 {
+	char		lock[512];
+	char		sleep_sql[64];
+	long		paused = 0;
+	long		missed = 0;
+	PGresult   *res;
+
+	/*
+	 * this process's own session (the parent's is not to be touched), which
+	 * on_signal() cancels
+	 */
+	cancel = NULL;
+	conn = PQconnectdbParams(conn_keywords, conn_values, 1);
+	if (PQstatus(conn) != CONNECTION_OK)
+		_exit(EXIT_ERROR);
+	cancel = PQgetCancel(conn);
+	set_session();
+	snprintf(lock, sizeof(lock), "SET lock_timeout = %ld", opt->lock_timeout_ms);
+	run(lock, "SET lock_timeout");
+	snprintf(sleep_sql, sizeof(sleep_sql), "SELECT pg_sleep(%.3f)", opt->pause_ms / 1000.0);
+	for (int i = first; !stopped && getppid() == parent; i = i < last ? i + 1 : first)
+	{
+		snprintf(lock, sizeof(lock), "LOCK TABLE %s IN EXCLUSIVE MODE", PQgetvalue(plan, i, 2));
+		PQclear(PQexec(conn, "BEGIN"));
+		res = PQexec(conn, lock);
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			PQclear(PQexec(conn, sleep_sql));
+			paused++;
+		}
+		else
+			missed++;
+		PQclear(res);
+		PQclear(PQexec(conn, "ROLLBACK"));
+		if (!stopped)
+			sleep_ms(opt->pause_ms);
+	}
+	say(opt, "  writes paused %ld times for %ld ms (%ld times the lock was not free)\n",
+		paused, opt->pause_ms, missed);
+	PQfinish(conn);
+	_exit(EXIT_DONE);
+}
+
+/* Pause the writes to the tables of apply steps first to last from now on. */
+static void
+pacer_start(const Options *opt, const PGresult *plan, int first, int last)
+{
+	pid_t		parent = getpid();
+	pid_t		pid;
+
+	say(opt, "  the logs do not shrink: pausing the writes to a table at a time for %ld ms\n",
+		opt->pause_ms);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0)
+		pacer_run(opt, plan, first, last, parent);
+	/* without it (fork failed) the passes go on as before */
+	pacer = pid > 0 ? pid : 0;
+}
+
+static void
+pacer_stop(void)
+{
+	if (pacer > 0)
+	{
+		kill(pacer, SIGTERM);
+		waitpid(pacer, NULL, 0);
+		pacer = 0;
+	}
+}
+
+/*
+ * Apply the logs of the apply steps first to last of the plan (consecutive
+ * steps: the last ones, one a table, before the swap), each pass in one
+ * REPEATABLE READ transaction (so that every copy equals its table as of
+ * one snapshot), until a pass finds at most apply_rows entries in all, or
+ * after 20 passes: the swap applies the rest under its locks.  All tables
+ * in each pass, not one table after another: under a steady write load the
+ * logs of the tables applied first would grow again while the others are
+ * applied, and the swap, which applies what is left of every log, would
+ * hold its locks that much longer.  A pass that finds more than half the
+ * entries of the pass before starts the pauses of the writes (above).
+ */
+static void
+run_apply(const Options *opt, const PGresult *plan, int first, int last)
+{
+	char		tables[1024] = "";
+	long		before = 0;
+
+	for (int i = first; i <= last; i++)
+		snprintf(tables + strlen(tables), sizeof(tables) - strlen(tables), "%s%s",
+				 i > first ? ", " : "", PQgetvalue(plan, i, 2));
 	for (int pass = 1;; pass++)
 	{
 		double		started = now_seconds();
-		PGresult   *res;
-		long		entries;
+		long		entries = 0;
 
 		run("BEGIN ISOLATION LEVEL REPEATABLE READ", "applying the log");
-		res = PQexec(conn, apply);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK)
-			fail(res, "applying the log");
-		entries = atol(PQcmdTuples(res));
-		PQclear(res);
+		for (int i = first; i <= last; i++)
+		{
+			PGresult   *res = PQexec(conn, PQgetvalue(plan, i, 5));
+
+			if (PQresultStatus(res) != PGRES_COMMAND_OK)
+				fail(res, "applying the log");
+			entries += atol(PQcmdTuples(res));
+			PQclear(res);
+		}
 		run("COMMIT", "applying the log");
-		say(opt, "  apply %s: %ld log entries in %.1f s\n", table, entries, now_seconds() - started);
+		say(opt, "  apply %s: %ld log entries in %.1f s\n", tables, entries, now_seconds() - started);
 		if (entries <= opt->apply_rows || pass >= 20)
 			break;
+		if (pass > 1 && entries > before / 2 && opt->pause_ms > 0 && pacer == 0)
+			pacer_start(opt, plan, first, last);
+		before = entries;
 	}
+	pacer_stop();
 }
 
 static int
@@ -469,7 +590,10 @@ check_owner(const char *table)
  * steps' own (run_short), the copies in the database's tablespace, keys
  * as text in a form that reads back the same (the batches go by them),
  * warnings only (ADD CONSTRAINT USING INDEX says it renames the index: the
- * plan says so), and search_path pg_catalog, pg_temp.  Settings this
+ * plan says so), no JIT compilation (the catalog queries of the checks,
+ * which the swap runs under its locks, cost the planner enough to be
+ * compiled, and compiling them took longer than running them), and
+ * search_path pg_catalog, pg_temp.  Settings this
  * server lacks (transaction_timeout before PostgreSQL 17) are left out.
  * session_replication_role, which only a superuser may set, changes
  * nothing: the program writes only the copies and logs, which have no
@@ -483,7 +607,7 @@ set_session(void)
 		"('statement_timeout', '0'), ('transaction_timeout', '0'), ('idle_in_transaction_session_timeout', '0'), "
 		"('idle_session_timeout', '0'), ('lock_timeout', '0'), "
 		"('default_tablespace', ''), ('default_table_access_method', 'heap'), "
-		"('extra_float_digits', '3'), ('DateStyle', 'ISO'), ('IntervalStyle', 'postgres'), "
+		"('extra_float_digits', '3'), ('DateStyle', 'ISO'), ('IntervalStyle', 'postgres'), ('jit', 'off'), "
 		"('client_min_messages', 'warning'), ('search_path', 'pg_catalog, pg_temp')) v(name, setting) "
 		"JOIN pg_catalog.pg_settings s ON s.name OPERATOR(pg_catalog.=) v.name",
 		"setting up the session");
@@ -524,6 +648,9 @@ usage(void)
 		   "      --sleep=MS           pause between batches (default: 0)\n"
 		   "      --apply-rows=N       apply the log until a pass finds at most N entries;\n"
 		   "                           the swap applies the rest (default: 1000)\n"
+		   "      --pause=MS           when the log does not shrink, pause the writes to\n"
+		   "                           the tables for MS at a time, every other MS; 0: never\n"
+		   "                           (default: 200)\n"
 		   "      --lock-timeout=MS    longest wait for one lock (default: 200)\n"
 		   "      --retries=N          tries of a step that waits too long (default: 100)\n"
 		   "  -q, --quiet              print only errors\n"
@@ -568,6 +695,7 @@ parse_options(int argc, char **argv, Options *opt)
 		{"retries", required_argument, NULL, 5},
 		{"apply-rows", required_argument, NULL, 6},
 		{"help", no_argument, NULL, 7},
+		{"pause", required_argument, NULL, 8},
 		{NULL, 0, NULL, 0}
 	};
 	int			c;
@@ -575,7 +703,7 @@ parse_options(int argc, char **argv, Options *opt)
 	*opt = (Options)
 	{
 		.dbname = "",.column = "id",.generator = "flake_next",
-			.batch_size = 20000,.lock_timeout_ms = 200,.retries = 100,.apply_rows = 1000
+			.batch_size = 20000,.lock_timeout_ms = 200,.retries = 100,.apply_rows = 1000,.pause_ms = 200
 	};
 	while ((c = getopt_long(argc, argv, "d:t:c:g:a:nqb:", longopts, NULL)) != -1)
 	{
@@ -637,6 +765,9 @@ parse_options(int argc, char **argv, Options *opt)
 			case 7:
 				usage();
 				exit(EXIT_DONE);
+			case 8:
+				opt->pause_ms = number_arg(optarg, "pause", 0);
+				break;
 			default:
 				fprintf(stderr, "Try \"flake_migrate_online --help\" for more information.\n");
 				exit(EXIT_USAGE);
@@ -671,6 +802,8 @@ main(int argc, char **argv)
 	keywords[1] = "application_name";
 	values[1] = "flake_migrate_online";
 	keywords[2] = values[2] = NULL;
+	conn_keywords = keywords;
+	conn_values = values;
 	conn = PQconnectdbParams(keywords, values, 1);
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
@@ -696,6 +829,23 @@ main(int argc, char **argv)
 	opt.table = strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	set_session();
+
+	/*
+	 * A lock this program waits for may close a cycle with the application's
+	 * sessions (the swap's second table, say, while an insert into it waits
+	 * for the first to check its foreign key).  The first session of the
+	 * cycle to have waited deadlock_timeout is cancelled; ours give up at
+	 * half of it, so that it is never one of the application's.
+	 */
+	res = query("SELECT setting FROM pg_settings WHERE name = 'deadlock_timeout'", 0, NULL,
+				"reading deadlock_timeout");
+	if (atol(PQgetvalue(res, 0, 0)) / 2 < opt.lock_timeout_ms)
+	{
+		opt.lock_timeout_ms = atol(PQgetvalue(res, 0, 0)) / 2 > 0 ? atol(PQgetvalue(res, 0, 0)) / 2 : 1;
+		say(&opt, "the server's deadlock_timeout is %s ms: waiting at most %ld ms for a lock\n",
+			PQgetvalue(res, 0, 0), opt.lock_timeout_ms);
+	}
+	PQclear(res);
 
 	res = query("SELECT FROM pg_extension e WHERE e.extname = 'flake'", 0, NULL, "looking up the extension");
 	if (PQntuples(res) != 1)
@@ -798,7 +948,19 @@ main(int argc, char **argv)
 			run_copy(&opt, table, statement, PQgetvalue(plan, i, 6),
 					 PQgetvalue(plan, i, 8), atol(PQgetvalue(plan, i, 7)));
 		else if (strcmp(phase, "apply") == 0)
-			run_apply(&opt, table, statement);
+		{
+			int			last = i;
+
+			/* the logs of consecutive apply steps together (run_apply) */
+			while (last + 1 < PQntuples(plan) && strcmp(PQgetvalue(plan, last + 1, 1), "apply") == 0)
+			{
+				last++;
+				say(&opt, "step %s (%s: %s of %s)\n", PQgetvalue(plan, last, 0), PQgetvalue(plan, last, 1),
+					PQgetvalue(plan, last, 3), PQgetvalue(plan, last, 2));
+			}
+			run_apply(&opt, plan, i, last);
+			i = last;
+		}
 		else if (strcmp(phase, "index") == 0 || strcmp(phase, "analyze") == 0 ||
 				 strcmp(phase, "validate") == 0)
 		{

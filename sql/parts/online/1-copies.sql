@@ -97,7 +97,8 @@ AS $$
 	JOIN pg_class m ON m.oid = d.objoid
 	JOIN pg_class c ON c.oid = rel
 	WHERE d.classoid = 'pg_class'::regclass AND d.objsubid = 0
-	  AND d.description = format('flake_migrate_online: the %s of %s', what, rel)
+	  -- the text made once, not for each comment of the database
+	  AND d.description = (SELECT format('flake_migrate_online: the %s of %s', what, rel))
 	  AND m.relkind = 'r' AND m.relowner = c.relowner
 	ORDER BY m.oid
 	LIMIT 1

@@ -210,6 +210,7 @@ DECLARE
 	key			record;
 	closure		record;
 	copied		oid[];
+	blockers	flake_internal.migrate_step[];
 	missing		text;
 	s			text;
 	n			integer := 0;
@@ -224,7 +225,34 @@ BEGIN
 				  HINT = 'Begin its transaction with BEGIN ISOLATION LEVEL READ COMMITTED, '
 						 'as flake_migrate_online does.';
 	END IF;
-	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+	-- The locks first, the referencing tables' before the referenced ones':
+	-- a session that writes to a referencing table holds its lock while it
+	-- checks the foreign key, so it would wait for the swap's lock on the
+	-- referenced table while the swap waits for its own (until the swap's
+	-- lock_timeout).  The tables as found without locks; found again below
+	-- under them.
+	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
+	SELECT * INTO closure
+	FROM flake_internal.migrate_closure(tbl, col, key.key_attnum,
+										   flake_internal.migrate_also(tbl, col, key.key_attnum, also),
+										   generator = 'ulidflake_next', false, true);
+	FOR s IN
+		SELECT DISTINCT f.conrelid::regclass::text FROM pg_constraint f
+		WHERE f.contype = 'f' AND f.confrelid = ANY (closure.touched) AND f.conrelid <> ALL (closure.touched)
+	LOOP
+		EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', s);
+	END LOOP;
+	-- the touched tables by their longest chain of foreign keys to tbl
+	WITH RECURSIVE chain(relid, depth) AS (
+		SELECT tbl::oid, 0
+		UNION
+		SELECT f.conrelid, c.depth + 1
+		FROM chain c JOIN pg_constraint f ON f.contype = 'f' AND f.confrelid = c.relid
+		WHERE f.conrelid = ANY (closure.touched) AND c.depth < cardinality(closure.touched))
+	SELECT string_agg(t.relid::regclass::text, ', ' ORDER BY coalesce(c.depth, 0) DESC, t.relid) INTO s
+	FROM unnest(closure.touched) t(relid)
+	LEFT JOIN (SELECT chain.relid, max(chain.depth) AS depth FROM chain GROUP BY chain.relid) c ON c.relid = t.relid;
+	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', coalesce(s, tbl::text));
 	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
 	SELECT * INTO closure
 	FROM flake_internal.migrate_closure(tbl, col, key.key_attnum,
@@ -283,8 +311,10 @@ BEGIN
 	-- what changed since the plan, under the locks: what the copies lack
 	-- (columns, NOT NULL, defaults, checks) would be lost, and what the
 	-- online path cannot carry (policies, publications, ...) too
-	SELECT string_agg(b.detail, '; ') INTO missing
-	FROM unnest(flake_internal.online_blockers(closure.cols, target)) b WHERE b.action = 'blocked';
+	-- (into a variable first: the planner would run a function in
+	-- unnest() once more to estimate its rows, under the locks)
+	blockers := flake_internal.online_blockers(closure.cols, target);
+	SELECT string_agg(b.detail, '; ') INTO missing FROM unnest(blockers) b WHERE b.action = 'blocked';
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'the tables changed while they were copied: %', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
