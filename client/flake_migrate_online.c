@@ -296,22 +296,23 @@ run_copy(const Options *opt, const char *table, const char *insert,
  * the application's many, and may apply no faster than they write: the
  * logs then never shrink (pgroll's backfill never ends so).  Then a second
  * session, in a child process, pauses the writes: it holds LOCK TABLE ...
- * IN EXCLUSIVE MODE (reads go on) on one of the tables for --pause
- * milliseconds, lets the writes go for as long, and so on, a table after
- * another, until the passes end.  The application's sessions soon all
- * wait for a paused table (the writes to another table that check a
- * foreign key into it too), and the apply has the machine.  One table at a
- * time: holding one while waiting for the next could close a cycle with a
- * session that holds the next and waits for the first to check a foreign
- * key.  The lock waits at most --lock-timeout, or is left for the next
- * turn, so a write waits at most about --lock-timeout + --pause.  The
- * child stops at SIGTERM (cancelling its pause), or by itself within a
- * turn if this process is gone.
+ * IN SHARE ROW EXCLUSIVE MODE on the tables for --pause milliseconds
+ * (reads go on), lets the writes go for as long, and so on until the
+ * passes end.  The application's writers soon all wait, and the apply has
+ * what the readers leave of the machine.  That mode stops writes but not
+ * the checks of foreign keys (ROW SHARE), so a session that writes to one
+ * table and checks a key in another never holds what the pause waits for
+ * while it waits for the pause; one that writes to two tables in one
+ * transaction may, and then the pause gives up first: its lock waits at
+ * most --lock-timeout (less than deadlock_timeout), or is left for the next
+ * turn.  So a write waits at most about --lock-timeout + --pause.  The
+ * child stops at SIGTERM (cancelling its pause), or by itself within a turn
+ * if this process is gone.
  */
 static void
 pacer_run(const Options *opt, const PGresult *plan, int first, int last, pid_t parent)
 {
-	char		lock[512];
+	char		lock[1024];
 	char		sleep_sql[64];
 	long		paused = 0;
 	long		missed = 0;
@@ -330,9 +331,13 @@ pacer_run(const Options *opt, const PGresult *plan, int first, int last, pid_t p
 	snprintf(lock, sizeof(lock), "SET lock_timeout = %ld", opt->lock_timeout_ms);
 	run(lock, "SET lock_timeout");
 	snprintf(sleep_sql, sizeof(sleep_sql), "SELECT pg_sleep(%.3f)", opt->pause_ms / 1000.0);
-	for (int i = first; !stopped && getppid() == parent; i = i < last ? i + 1 : first)
+	snprintf(lock, sizeof(lock), "LOCK TABLE ");
+	for (int i = first; i <= last; i++)
+		snprintf(lock + strlen(lock), sizeof(lock) - strlen(lock), "%s%s",
+				 i > first ? ", " : "", PQgetvalue(plan, i, 2));
+	snprintf(lock + strlen(lock), sizeof(lock) - strlen(lock), " IN SHARE ROW EXCLUSIVE MODE");
+	while (!stopped && getppid() == parent)
 	{
-		snprintf(lock, sizeof(lock), "LOCK TABLE %s IN EXCLUSIVE MODE", PQgetvalue(plan, i, 2));
 		PQclear(PQexec(conn, "BEGIN"));
 		res = PQexec(conn, lock);
 		if (PQresultStatus(res) == PGRES_COMMAND_OK)
@@ -360,7 +365,7 @@ pacer_start(const Options *opt, const PGresult *plan, int first, int last)
 	pid_t		parent = getpid();
 	pid_t		pid;
 
-	say(opt, "  the logs do not shrink: pausing the writes to a table at a time for %ld ms\n",
+	say(opt, "  the logs do not shrink: pausing the writes to the tables for %ld ms at a time\n",
 		opt->pause_ms);
 	fflush(stdout);
 	fflush(stderr);
@@ -648,7 +653,7 @@ usage(void)
 		   "      --sleep=MS           pause between batches (default: 0)\n"
 		   "      --apply-rows=N       apply the log until a pass finds at most N entries;\n"
 		   "                           the swap applies the rest (default: 1000)\n"
-		   "      --pause=MS           when the log does not shrink, pause the writes to\n"
+		   "      --pause=MS           when the logs do not shrink, pause the writes to\n"
 		   "                           the tables for MS at a time, every other MS; 0: never\n"
 		   "                           (default: 200)\n"
 		   "      --lock-timeout=MS    longest wait for one lock (default: 200)\n"

@@ -70,6 +70,7 @@ SELECT * FROM flake_migrate('own.secrets', dry_run => true);
 SELECT * FROM flake_migrate('own.secrets', rekey_from => 'at');
 SELECT * FROM flake_internal.online_plan('own.secrets');
 SELECT flake_internal.online_swap('own.secrets', 'id', 'flake_next', NULL);
+SELECT flake_internal.online_swap_lock('own.secrets', 'id', 'flake_next', NULL);
 SELECT flake_internal.online_validate('own.secrets');
 SELECT flake_internal.online_private('own.secrets');
 \set VERBOSITY default

@@ -156,6 +156,56 @@ is( $node->safe_psql('postgres', q{
 is($rc, 0, 'running it again after the end exits 0');
 like($out, qr/^done: .*flake_next\(\) already/m, 'and says it is done');
 
+# writes the log application cannot catch up with (--apply-rows 0, and
+# a statement in four writes 200 rows to both tables): the command pauses
+# them until its passes end, and the writers only wait
+$node->safe_psql('postgres', q{
+	CREATE TABLE pz (id serial PRIMARY KEY, v int NOT NULL);
+	CREATE TABLE pzc (id bigserial PRIMARY KEY, pz_id int NOT NULL REFERENCES pz, v int NOT NULL);
+	CREATE INDEX ON pzc (pz_id);
+	INSERT INTO pz (v) SELECT n FROM generate_series(1, 5000) n;
+	INSERT INTO pzc (pz_id, v) SELECT id, id FROM pz;
+});
+my $pz_script = $node->basedir . '/pz.sql';
+append_to_file($pz_script, q{
+\set k random(1, 5000)
+WITH p AS (INSERT INTO pz (v) SELECT n FROM generate_series(1, 200) n RETURNING id) INSERT INTO pzc (pz_id, v) SELECT id, 1 FROM p;
+UPDATE pz SET v = v + 1 WHERE id = :k;
+UPDATE pzc SET v = v + 1 WHERE id = :k;
+DELETE FROM pzc WHERE id = :k;
+});
+($bench_out, $bench_err) = ('', '');
+$bench = IPC::Run::start(
+	[
+		'pgbench', '--no-vacuum', '--client' => 2, '--jobs' => 2, '--time' => 900,
+		'--protocol' => 'prepared', '--file' => $pz_script,
+		'--host' => $node->host, '--port' => $node->port, 'postgres'
+	],
+	'>', \$bench_out, '2>', \$bench_err);
+$node->poll_query_until('postgres', 'SELECT count(*) > 6000 FROM pz')
+  or die 'pgbench does not write';
+($rc, $out, $err) = online([ '-t', 'pz', '--apply-rows', '0', '--pause', '50' ]);
+is($rc, 0, 'the online migration under writes it cannot catch up with exits 0') or diag($out, $err);
+like($out, qr/the logs do not shrink: pausing the writes to the tables for 50 ms at a time/,
+	'it says it pauses the writes');
+like($out, qr/writes paused \d+ times for 50 ms/, 'and how often it paused them, once the passes end');
+is($node->safe_psql('postgres',
+		q{SELECT count(*) FROM pg_stat_activity WHERE application_name = 'flake_migrate_online'}),
+	'0', 'no session of the command is left');
+my $pz_rows = $node->safe_psql('postgres', 'SELECT count(*) FROM pz');
+$node->poll_query_until('postgres', "SELECT count(*) > $pz_rows FROM pz")
+  or die 'pgbench does not write after the swap';
+$bench->signal('KILL');
+$bench->finish;
+unlike($bench_err, qr/ERROR|abort/, 'no statement of the paused writers failed') or diag($bench_err);
+is( $node->safe_psql('postgres', q{
+		SELECT count(*) FROM pzc c LEFT JOIN pz p ON p.id = c.pz_id WHERE p.id IS NULL;
+		SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'pzc'::regclass AND attname = 'pz_id'}),
+	"0\nbigint", 'every child joins its parent, by a bigint');
+($rc, undef, $err) = online([ '-t', 'pz', '--pause', '-1' ]);
+is($rc, 2, 'a negative --pause: exit code 2');
+like($err, qr/invalid pause "-1": a whole number of at least 0/, 'saying what it takes');
+
 # an identity key to ulidflake, the command stopped in each phase by
 # SIGINT or SIGKILL while it waits for a lock that another session holds,
 # resumed each time, then finished
@@ -366,6 +416,7 @@ is($node->safe_psql('postgres', q{
 ($rc, $out) = online([ '--help' ]);
 is($rc, 0, '--help exits 0');
 like($out, qr/Exit codes: 0 done/, '--help lists the exit codes');
+like($out, qr/--pause=MS/, '--help shows --pause');
 ($rc) = online([ '--bogus' ]);
 is($rc, 2, 'a bad option: exit code 2');
 ($rc, undef, $err) = online([ '-t', 'eves', '-g', 'serial_next' ]);

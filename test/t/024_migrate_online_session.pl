@@ -442,6 +442,8 @@ my $cols = qq{ARRAY[ROW($vico, 1, true)]::flake_internal.migrate_column[]};
 like($err, qr/must be owner of table public\.vico\b/, 'plan: refused');
 ($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.online_swap('vico', 'id', 'flake_next', NULL)});
 like($err, qr/permission denied for table vico|must be logged in as the owner of public\.vico\b/, 'swap: refused');
+($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.online_swap_lock('vico', 'id', 'flake_next', NULL)});
+like($err, qr/permission denied for table vico|must be owner of table public\.vico\b/, 'its locks: refused');
 ($rc, undef, $err) = psql_as('mallory', q{SELECT flake_internal.online_private('vico')});
 like($err, qr/must be owner of table public\.vico\b/, 'private: refused');
 ($rc, undef, $err) = psql_as('mallory', q{

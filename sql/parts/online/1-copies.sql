@@ -163,10 +163,16 @@ AS $$
 	-- rows are deleted from the shadow and copied anew, then the entries
 	-- read are deleted.  In one REPEATABLE READ transaction (or under the
 	-- swap's locks) they leave the shadow equal to the table as of its
-	-- snapshot, and running them again changes nothing more.
+	-- snapshot, and running them again changes nothing more.  The log is
+	-- analyzed first: its statistics are otherwise those of another pass
+	-- (tens of thousands of entries after the copy, a few hundred later),
+	-- and the planner would join it to the table and the shadow by
+	-- scanning them whole, a second or more a pass for a few million rows,
+	-- under the swap's locks too, instead of by their keys' indexes.
 	SELECT t.*,
 		   CASE WHEN t.batch_key IS NOT NULL
-		   THEN ARRAY[format('DELETE FROM %s s USING %s l WHERE s.%I %s %s',
+		   THEN ARRAY[format('ANALYZE %s', t.log),
+					  format('DELETE FROM %s s USING %s l WHERE s.%I %s %s',
 							 t.shadow, t.log, t.batch_key,
 							 CASE WHEN t.key_cast <> '%s' AND target <> 'bigint'
 								  THEN 'OPERATOR(@extschema@.=)' ELSE '=' END,

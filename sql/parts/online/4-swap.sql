@@ -191,6 +191,61 @@ COMMENT ON FUNCTION flake_internal.online_swap_sql(regclass, name, text,
 	'online migration helper: the statements of the swap';
 
 --
+-- The swap's locks, taken so that no application session waits for one of
+-- them while holding a lock the swap waits for.  A session that writes to a
+-- referencing table holds its lock while it checks a foreign key into the
+-- referenced one (ROW SHARE); one that deletes from a referenced table holds
+-- its lock while it checks the referencing one: one order or the other
+-- closes a cycle with an ACCESS EXCLUSIVE lock taken a table after another.
+-- So first SHARE ROW EXCLUSIVE, which stops the writes but lets those
+-- checks through: on the tables with foreign keys into the changed ones,
+-- then on the changed ones, each before those it references; then, with
+-- no write left, ACCESS EXCLUSIVE on the changed ones in the same order.
+-- The tables as found without locks; online_swap() finds them again under
+-- them.  The caller's rights: LOCK TABLE checks them.
+--
+CREATE FUNCTION flake_internal.online_swap_lock(tbl regclass, col name, generator text, also text[])
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	key			record;
+	closure		record;
+	s			text;
+BEGIN
+	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
+	SELECT * INTO closure
+	FROM flake_internal.migrate_closure(
+		tbl, col, key.key_attnum, flake_internal.migrate_also(tbl, col, key.key_attnum, also),
+		generator = 'ulidflake_next', false, true);
+	FOR s IN
+		SELECT DISTINCT f.conrelid::regclass::text FROM pg_constraint f
+		WHERE f.contype = 'f' AND f.confrelid = ANY (closure.touched)
+		  AND f.conrelid <> ALL (closure.touched)
+	LOOP
+		EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', s);
+	END LOOP;
+	-- the touched tables by their longest chain of foreign keys to tbl
+	WITH RECURSIVE chain(relid, depth) AS (
+		SELECT tbl::oid, 0
+		UNION
+		SELECT f.conrelid, c.depth + 1
+		FROM chain c JOIN pg_constraint f ON f.contype = 'f' AND f.confrelid = c.relid
+		WHERE f.conrelid = ANY (closure.touched) AND c.depth < cardinality(closure.touched))
+	SELECT string_agg(t.relid::regclass::text, ', ' ORDER BY coalesce(c.depth, 0) DESC, t.relid)
+	INTO s
+	FROM unnest(closure.touched) t(relid)
+	LEFT JOIN (SELECT chain.relid, max(chain.depth) AS depth FROM chain GROUP BY chain.relid) c
+		ON c.relid = t.relid;
+	EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', coalesce(s, tbl::text));
+	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', coalesce(s, tbl::text));
+END
+$$;
+COMMENT ON FUNCTION flake_internal.online_swap_lock(regclass, name, text, text[]) IS
+	'online migration helper: the swap''s locks, in the order the application takes them';
+
+--
 -- The swap, one transaction (the client's, READ COMMITTED, with
 -- lock_timeout): lock the tables (ACCESS EXCLUSIVE on the key's table and
 -- those the migration changes, SHARE ROW EXCLUSIVE on those with foreign
@@ -225,34 +280,7 @@ BEGIN
 				  HINT = 'Begin its transaction with BEGIN ISOLATION LEVEL READ COMMITTED, '
 						 'as flake_migrate_online does.';
 	END IF;
-	-- The locks first, the referencing tables' before the referenced ones':
-	-- a session that writes to a referencing table holds its lock while it
-	-- checks the foreign key, so it would wait for the swap's lock on the
-	-- referenced table while the swap waits for its own (until the swap's
-	-- lock_timeout).  The tables as found without locks; found again below
-	-- under them.
-	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
-	SELECT * INTO closure
-	FROM flake_internal.migrate_closure(tbl, col, key.key_attnum,
-										   flake_internal.migrate_also(tbl, col, key.key_attnum, also),
-										   generator = 'ulidflake_next', false, true);
-	FOR s IN
-		SELECT DISTINCT f.conrelid::regclass::text FROM pg_constraint f
-		WHERE f.contype = 'f' AND f.confrelid = ANY (closure.touched) AND f.conrelid <> ALL (closure.touched)
-	LOOP
-		EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', s);
-	END LOOP;
-	-- the touched tables by their longest chain of foreign keys to tbl
-	WITH RECURSIVE chain(relid, depth) AS (
-		SELECT tbl::oid, 0
-		UNION
-		SELECT f.conrelid, c.depth + 1
-		FROM chain c JOIN pg_constraint f ON f.contype = 'f' AND f.confrelid = c.relid
-		WHERE f.conrelid = ANY (closure.touched) AND c.depth < cardinality(closure.touched))
-	SELECT string_agg(t.relid::regclass::text, ', ' ORDER BY coalesce(c.depth, 0) DESC, t.relid) INTO s
-	FROM unnest(closure.touched) t(relid)
-	LEFT JOIN (SELECT chain.relid, max(chain.depth) AS depth FROM chain GROUP BY chain.relid) c ON c.relid = t.relid;
-	EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', coalesce(s, tbl::text));
+	PERFORM flake_internal.online_swap_lock(tbl, col, generator, also);
 	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
 	SELECT * INTO closure
 	FROM flake_internal.migrate_closure(tbl, col, key.key_attnum,
@@ -314,7 +342,8 @@ BEGIN
 	-- (into a variable first: the planner would run a function in
 	-- unnest() once more to estimate its rows, under the locks)
 	blockers := flake_internal.online_blockers(closure.cols, target);
-	SELECT string_agg(b.detail, '; ') INTO missing FROM unnest(blockers) b WHERE b.action = 'blocked';
+	SELECT string_agg(b.detail, '; ') INTO missing
+	FROM unnest(blockers) b WHERE b.action = 'blocked';
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'the tables changed while they were copied: %', missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
