@@ -400,7 +400,7 @@ CREATE FUNCTION bench.report() RETURNS SETOF text
 LANGUAGE plpgsql AS $$
 DECLARE
 	r record;
-	q record;
+	tr record;
 	judged record;
 	measured boolean;
 	w int;
@@ -551,7 +551,7 @@ BEGIN
 		SELECT max(length(num || ' / ' || den)) INTO w FROM bench.tps_ratios;
 		RETURN NEXT format('%-*s  %7s  %-19s  %s', w, 'ratio', 'clients', 'tps', 'CPU');
 		RETURN NEXT repeat('-', w + 52);
-		FOR q IN SELECT * FROM bench.tps_ratios ORDER BY ord LOOP
+		FOR tr IN SELECT * FROM bench.tps_ratios ORDER BY ord LOOP
 			measured := false;
 			FOR r IN
 				SELECT n.clients,
@@ -560,25 +560,25 @@ BEGIN
 					bench.median(array_agg(d.cpu_us / n.cpu_us)) AS cpu,
 					min(d.cpu_us / n.cpu_us) AS cpu_lo, max(d.cpu_us / n.cpu_us) AS cpu_hi
 				FROM bench.tps n
-				JOIN bench.tps d ON d.label = q.den AND d.clients = n.clients AND d.pass = n.pass
-				WHERE n.label = q.num
+				JOIN bench.tps d ON d.label = tr.den AND d.clients = n.clients AND d.pass = n.pass
+				WHERE n.label = tr.num
 				GROUP BY n.clients
 				ORDER BY n.clients
 			LOOP
-				RETURN NEXT format('%-*s  %7s  %-19s  %s', w, q.num || ' / ' || q.den, r.clients,
+				RETURN NEXT format('%-*s  %7s  %-19s  %s', w, tr.num || ' / ' || tr.den, r.clients,
 					bench.spread(r.tps, r.tps_lo, r.tps_hi, 'FM990.00'),
 					bench.spread(r.cpu, r.cpu_lo, r.cpu_hi, 'FM990.00'));
-				IF r.clients = q.clients THEN
+				IF r.clients = tr.clients THEN
 					judged := r;
 					measured := true;
 				END IF;
 			END LOOP;
-			CONTINUE WHEN q.target IS NULL;
+			CONTINUE WHEN tr.target IS NULL;
 			IF NOT measured THEN
 				verdict := 'not measured';
 				nmissed := nmissed + 1;
 			ELSE
-				IF judged.cpu >= q.target THEN
+				IF judged.cpu >= tr.target THEN
 					verdict := 'met';
 					nmet := nmet + 1;
 				ELSE
@@ -587,10 +587,10 @@ BEGIN
 				END IF;
 				verdict := format('%s, %s; tps %s%s', to_char(judged.cpu, 'FM990.00'), verdict,
 								  to_char(judged.tps, 'FM990.00'),
-								  CASE WHEN judged.tps_lo < q.target AND judged.tps_hi >= q.target
+								  CASE WHEN judged.tps_lo < tr.target AND judged.tps_hi >= tr.target
 									   THEN ', its passes on both sides of the target' ELSE '' END);
 			END IF;
-			RETURN NEXT format('  target: at least %s at %s clients, on CPU: %s', q.target, q.clients, verdict);
+			RETURN NEXT format('  target: at least %s at %s clients, on CPU: %s', tr.target, tr.clients, verdict);
 		END LOOP;
 	END IF;
 
