@@ -23,6 +23,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,6 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +67,7 @@ typedef struct Options
 	long		retries;
 	long		apply_rows;
 	long		pause_ms;
+	long		jobs;
 } Options;
 
 static PGconn *conn;
@@ -71,6 +76,7 @@ static volatile sig_atomic_t stopped;
 static const char *const *conn_keywords;
 static const char *const *conn_values;
 static pid_t pacer;				/* the process pausing the writes, or 0 */
+static const char *say_prefix;	/* a table's, in a session of --jobs */
 
 static void
 on_signal(int signo)
@@ -109,6 +115,8 @@ say(const Options *opt, const char *fmt,...)
 
 	if (opt->quiet)
 		return;
+	if (say_prefix != NULL)
+		printf("[%s] ", say_prefix);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
@@ -414,6 +422,15 @@ run_apply(const Options *opt, const PGresult *plan, int first, int last)
 		long		entries = 0;
 
 		run("BEGIN ISOLATION LEVEL REPEATABLE READ", "applying the log");
+
+		/*
+		 * the tables and copies were just read and written, so their pages
+		 * are cached: at the server's random_page_cost (4 by default) the
+		 * planner would hash a whole copy of millions of rows for a log of
+		 * tens of thousands of keys rather than look them up by its index,
+		 * which took a third of the time here
+		 */
+		run("SET LOCAL random_page_cost = 1.1", "applying the log");
 		for (int i = first; i <= last; i++)
 		{
 			PGresult   *res = PQexec(conn, PQgetvalue(plan, i, 5));
@@ -468,6 +485,203 @@ migration_begun(const PGresult *plan)
 			return 1;
 	}
 	return !swap;
+}
+
+/*
+ * Run step i of the plan, with the apply steps right after it before step
+ * limit (run_apply() takes them together): the last step run.
+ */
+static int
+run_step(const Options *opt, const PGresult *plan, int i, int limit)
+{
+	const char *phase = PQgetvalue(plan, i, 1);
+	const char *table = PQgetvalue(plan, i, 2);
+	const char *statement = PQgetvalue(plan, i, 5);
+	double		started = now_seconds();
+	int			last = i;
+	char		what[256];
+
+	snprintf(what, sizeof(what), "step %s (%s: %s of %s)", PQgetvalue(plan, i, 0), phase,
+			 PQgetvalue(plan, i, 3), table);
+	say(opt, "%s\n", what);
+	if (strcmp(phase, "copy") == 0)
+		run_copy(opt, table, statement, PQgetvalue(plan, i, 6),
+				 PQgetvalue(plan, i, 8), atol(PQgetvalue(plan, i, 7)));
+	else if (strcmp(phase, "apply") == 0)
+	{
+		while (last + 1 < limit && strcmp(PQgetvalue(plan, last + 1, 1), "apply") == 0)
+		{
+			last++;
+			say(opt, "step %s (%s: %s of %s)\n", PQgetvalue(plan, last, 0), PQgetvalue(plan, last, 1),
+				PQgetvalue(plan, last, 3), PQgetvalue(plan, last, 2));
+		}
+		run_apply(opt, plan, i, last);
+	}
+	else if (strcmp(phase, "index") == 0 || strcmp(phase, "analyze") == 0 ||
+			 strcmp(phase, "validate") == 0)
+	{
+		/* their locks let the application read and write */
+		run(statement, what);
+	}
+	else
+		run_short(opt, statement, what);
+	if (stopped)
+		fail(NULL, what);
+	say(opt, "  %.1f s\n", now_seconds() - started);
+	return last;
+}
+
+/*
+ * A session of --jobs, in a child process: the steps of one table before
+ * step end, in order, in a session of its own.  It holds an advisory lock
+ * shared with the others until it exits, which a later run waits for (see
+ * main()), and stops (SIGTERM, which cancels its statement) when the
+ * program is gone.
+ */
+static void
+run_table(const Options *opt, const PGresult *plan, int end, const char *table,
+		  const char *table_oid, pid_t parent)
+{
+	const char *params[1] = {table_oid};
+
+	/* this process's own session: the parent's is not to be touched */
+	cancel = NULL;
+#ifdef __linux__
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+	if (getppid() != parent)
+		exit(EXIT_STOPPED);
+	conn = PQconnectdbParams(conn_keywords, conn_values, 1);
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		fprintf(stderr, "flake_migrate_online: %s", PQerrorMessage(conn));
+		exit(EXIT_ERROR);
+	}
+	cancel = PQgetCancel(conn);
+	set_session();
+	PQclear(query("SELECT pg_advisory_lock_shared(hashtext('flake_migrate_online --jobs'), "
+				  "CAST(CAST($1 AS oid) AS integer))", 1, params, "starting a session of --jobs"));
+	say_prefix = table;
+	for (int i = 0; i < end && !stopped && getppid() == parent; i++)
+	{
+		const char *phase = PQgetvalue(plan, i, 1);
+
+		if (strcmp(PQgetvalue(plan, i, 2), table) != 0 ||
+			(opt->until != NULL && phase_rank(phase) > phase_rank(opt->until)))
+			continue;
+		i = run_step(opt, plan, i, end);
+	}
+	if (stopped || getppid() != parent)
+	{
+		stopped = 1;
+		fail(NULL, "the steps of the tables");
+	}
+	PQfinish(conn);
+	exit(EXIT_DONE);
+}
+
+/*
+ * With --jobs=N, the steps of each table before the last applies of all
+ * (create, copy, index, apply, analyze: none waits for another table's)
+ * run in sessions of their own, N tables at a time; the last applies, the
+ * swap and the validation then run here as without it.  On a machine whose
+ * cores the application keeps busy, each session has its share of them, so
+ * the tables are copied in about the time of the longest.  Returns the
+ * first step not run.  When one fails, the others are stopped and the
+ * program exits as it did; a signal stops them all (exit 5).  Either way
+ * every committed step stays, as in a run of one session.
+ */
+static int
+run_tables(const Options *opt, const PGresult *plan, const char *table_oid)
+{
+	int			n = PQntuples(plan);
+	int			end = 0;
+	int			ntables = 0;
+	int			forked = 0;
+	int			running = 0;
+	int			failed = 0;
+	int			killed = 0;
+	pid_t		parent = getpid();
+	const char **tables = malloc(sizeof(char *) * (n + 1));
+	pid_t	   *pids = calloc(n + 1, sizeof(pid_t));
+
+	if (tables == NULL || pids == NULL)
+		fail(NULL, "allocating the sessions of --jobs");
+	while (end < n && phase_rank(PQgetvalue(plan, end, 1)) < phase_rank("swap"))
+		end++;
+	while (end > 0 && strcmp(PQgetvalue(plan, end - 1, 1), "apply") == 0)
+		end--;
+	for (int i = 0; i < end; i++)
+	{
+		int			known = 0;
+
+		for (int t = 0; t < ntables && !known; t++)
+			known = strcmp(tables[t], PQgetvalue(plan, i, 2)) == 0;
+		if (!known)
+			tables[ntables++] = PQgetvalue(plan, i, 2);
+	}
+	if (ntables < 2)
+	{
+		free(tables);
+		free(pids);
+		return 0;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	while ((forked < ntables && !failed && !stopped) || running > 0)
+	{
+		int			status;
+		pid_t		pid;
+
+		while (!failed && !stopped && running < opt->jobs && forked < ntables)
+		{
+			pid = fork();
+			if (pid == 0)
+				run_table(opt, plan, end, tables[forked], table_oid, parent);
+			if (pid < 0)
+			{
+				fprintf(stderr, "flake_migrate_online: could not start a session of --jobs: %s\n",
+						strerror(errno));
+				failed = EXIT_ERROR;
+				break;
+			}
+			pids[forked++] = pid;
+			running++;
+		}
+		pid = waitpid(-1, &status, WNOHANG);
+		if (pid == 0 || (pid < 0 && errno == EINTR))
+		{
+			if ((stopped || failed) && !killed)
+			{
+				for (int t = 0; t < forked; t++)
+					if (pids[t] > 0)
+						kill(pids[t], SIGTERM);
+				killed = 1;
+			}
+			sleep_ms(50);
+			continue;
+		}
+		if (pid < 0)
+			break;
+		for (int t = 0; t < forked; t++)
+			if (pids[t] == pid)
+			{
+				pids[t] = 0;
+				if (WIFSIGNALED(status))
+					fprintf(stderr, "flake_migrate_online: the session of --jobs for %s ended by signal %d\n",
+							tables[t], WTERMSIG(status));
+			}
+		running--;
+		if (!failed && !(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_DONE))
+			failed = WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_ERROR;
+	}
+	free(tables);
+	free(pids);
+	if (stopped)
+		fail(NULL, "the steps of the tables");
+	if (failed)
+		exit(failed);
+	return end;
 }
 
 /*
@@ -656,6 +870,8 @@ usage(void)
 		   "      --pause=MS           when the logs do not shrink, pause the writes to\n"
 		   "                           the tables for MS at a time, every other MS; 0: never\n"
 		   "                           (default: 200)\n"
+		   "  -j, --jobs=N             copy N tables at a time, each in a session of its\n"
+		   "                           own (default: 1)\n"
 		   "      --lock-timeout=MS    longest wait for one lock (default: 200)\n"
 		   "      --retries=N          tries of a step that waits too long (default: 100)\n"
 		   "  -q, --quiet              print only errors\n"
@@ -701,6 +917,7 @@ parse_options(int argc, char **argv, Options *opt)
 		{"apply-rows", required_argument, NULL, 6},
 		{"help", no_argument, NULL, 7},
 		{"pause", required_argument, NULL, 8},
+		{"jobs", required_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0}
 	};
 	int			c;
@@ -708,9 +925,9 @@ parse_options(int argc, char **argv, Options *opt)
 	*opt = (Options)
 	{
 		.dbname = "",.column = "id",.generator = "flake_next",
-			.batch_size = 20000,.lock_timeout_ms = 200,.retries = 100,.apply_rows = 1000,.pause_ms = 200
+			.batch_size = 20000,.lock_timeout_ms = 200,.retries = 100,.apply_rows = 1000,.pause_ms = 200,.jobs = 1
 	};
-	while ((c = getopt_long(argc, argv, "d:t:c:g:a:nqb:", longopts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "d:t:c:g:a:nqb:j:", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -743,6 +960,9 @@ parse_options(int argc, char **argv, Options *opt)
 				break;
 			case 'b':
 				opt->batch_size = number_arg(optarg, "batch size", 1);
+				break;
+			case 'j':
+				opt->jobs = number_arg(optarg, "jobs", 1);
 				break;
 			case 1:
 				opt->undo = 1;
@@ -799,7 +1019,7 @@ main(int argc, char **argv)
 	const char *values[3];
 	int			blocked = 0;
 	int			begun;
-	double		started;
+	int			first;
 
 	parse_options(argc, argv, &opt);
 	keywords[0] = "dbname";
@@ -884,6 +1104,14 @@ main(int argc, char **argv)
 		free(locked);
 	}
 	opt.table = table_oid;
+	/* and for the sessions of an earlier run's --jobs (run_table()) to end */
+	if (!opt.dry_run)
+	{
+		params[0] = opt.table;
+		PQclear(query("SELECT pg_advisory_lock(hashtext('flake_migrate_online --jobs'), CAST(CAST($1 AS oid) AS integer)), "
+					  "pg_advisory_unlock(hashtext('flake_migrate_online --jobs'), CAST(CAST($1 AS oid) AS integer))",
+					  1, params, "waiting for an earlier run to end"));
+	}
 	check_owner(opt.table);
 
 	params[0] = opt.table;
@@ -927,56 +1155,25 @@ main(int argc, char **argv)
 	if (!opt.dry_run && !begun)
 		rehearse(&opt, plan);
 
-	for (int i = 0; i < PQntuples(plan); i++)
+	first = opt.dry_run || opt.undo || opt.jobs < 2 ? 0 : run_tables(&opt, plan, table_oid);
+	for (int i = first; i < PQntuples(plan); i++)
 	{
 		const char *phase = PQgetvalue(plan, i, 1);
-		const char *table = PQgetvalue(plan, i, 2);
-		const char *action = PQgetvalue(plan, i, 3);
-		const char *statement = PQgetvalue(plan, i, 5);
-		char		what[256];
 
 		if (opt.until != NULL && phase_rank(phase) > phase_rank(opt.until))
 			continue;
-		snprintf(what, sizeof(what), "step %s (%s: %s of %s)", PQgetvalue(plan, i, 0), phase, action, table);
 		if (opt.dry_run)
 		{
-			printf("%s\n  lock: %s\n  %s\n", what, PQgetvalue(plan, i, 4), statement);
+			printf("step %s (%s: %s of %s)\n  lock: %s\n  %s\n", PQgetvalue(plan, i, 0), phase,
+				   PQgetvalue(plan, i, 3), PQgetvalue(plan, i, 2), PQgetvalue(plan, i, 4),
+				   PQgetvalue(plan, i, 5));
 			if (strcmp(phase, "copy") == 0)
 				printf("  batches: %s\n", PQgetvalue(plan, i, 6));
 			else if (strcmp(phase, "swap") == 0)
 				printf("  which runs:\n  %s\n", PQgetvalue(plan, i, 6));
 			continue;
 		}
-		say(&opt, "%s\n", what);
-		started = now_seconds();
-		if (strcmp(phase, "copy") == 0)
-			run_copy(&opt, table, statement, PQgetvalue(plan, i, 6),
-					 PQgetvalue(plan, i, 8), atol(PQgetvalue(plan, i, 7)));
-		else if (strcmp(phase, "apply") == 0)
-		{
-			int			last = i;
-
-			/* the logs of consecutive apply steps together (run_apply) */
-			while (last + 1 < PQntuples(plan) && strcmp(PQgetvalue(plan, last + 1, 1), "apply") == 0)
-			{
-				last++;
-				say(&opt, "step %s (%s: %s of %s)\n", PQgetvalue(plan, last, 0), PQgetvalue(plan, last, 1),
-					PQgetvalue(plan, last, 3), PQgetvalue(plan, last, 2));
-			}
-			run_apply(&opt, plan, i, last);
-			i = last;
-		}
-		else if (strcmp(phase, "index") == 0 || strcmp(phase, "analyze") == 0 ||
-				 strcmp(phase, "validate") == 0)
-		{
-			/* their locks let the application read and write */
-			run(statement, what);
-		}
-		else
-			run_short(&opt, statement, what);
-		if (stopped)
-			fail(NULL, what);
-		say(&opt, "  %.1f s\n", now_seconds() - started);
+		i = run_step(&opt, plan, i, PQntuples(plan));
 	}
 	/* the dry run's, after its plan */
 	if (opt.dry_run && !begun)

@@ -5,6 +5,7 @@
 # too and the schema with flake_migrate() of a copy; an identity key to
 # ulidflake, the command stopped in each phase by SIGINT or SIGKILL and
 # resumed; a server crash while it copies and while it swaps, then undone;
+# --jobs, its sessions stopped with the program and the program with them;
 # a dry run; what the checks refuse; a non-owner refused.
 use strict;
 use warnings;
@@ -131,9 +132,11 @@ my $bench = IPC::Run::start(
 	'>', \$bench_out, '2>', \$bench_err);
 $node->poll_query_until('postgres', 'SELECT count(*) > 2050 FROM app.orders')
   or die 'pgbench does not write';
-($rc, $out, $err) = online([ '-t', 'app.orders', '-a', 'app.notes.order_ref', '-b', '100', '--sleep', '20' ]);
+($rc, $out, $err) = online([ '-t', 'app.orders', '-a', 'app.notes.order_ref', '-b', '100', '--sleep', '20', '--jobs', '3' ]);
 is($rc, 0, 'the online migration exits 0') or diag($out, $err);
 like($out, qr/copy app\.orders: done/, 'it reports its progress');
+is(join(' ', sort keys %{ { map { $_ => 1 } $out =~ /^\[([^\]]+)\] step \d+ \(copy:/mg } }),
+	'app.notes app.orders app_sales.lines', 'with --jobs 3, each table is copied in a session of its own');
 # the writers go on after the swap, with flake ids, until stopped here
 $node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM app.orders WHERE id > 4294967296')
   or die 'pgbench does not write after the swap';
@@ -159,13 +162,20 @@ like($out, qr/^done: .*flake_next\(\) already/m, 'and says it is done');
 # writes the log application cannot catch up with (--apply-rows 0, and
 # a statement in four writes 200 rows to both tables): the command pauses
 # them until its passes end, and the writers only wait
-$node->safe_psql('postgres', q{
-	CREATE TABLE pz (id serial PRIMARY KEY, v int NOT NULL);
-	CREATE TABLE pzc (id bigserial PRIMARY KEY, pz_id int NOT NULL REFERENCES pz, v int NOT NULL);
-	CREATE INDEX ON pzc (pz_id);
-	INSERT INTO pz (v) SELECT n FROM generate_series(1, 5000) n;
-	INSERT INTO pzc (pz_id, v) SELECT id, id FROM pz;
-});
+# A table $t of $n rows, and ${t}c, a child for each, by an indexed
+# foreign key
+sub parent_and_child
+{
+	my ($t, $n) = @_;
+	$node->safe_psql('postgres', qq{
+		CREATE TABLE $t (id serial PRIMARY KEY, v int NOT NULL);
+		CREATE TABLE ${t}c (id bigserial PRIMARY KEY, ${t}_id int NOT NULL REFERENCES $t, v int NOT NULL);
+		CREATE INDEX ON ${t}c (${t}_id);
+		INSERT INTO $t (v) SELECT n FROM generate_series(1, $n) n;
+		INSERT INTO ${t}c (${t}_id, v) SELECT id, id FROM $t;
+	});
+}
+parent_and_child('pz', 5000);
 my $pz_script = $node->basedir . '/pz.sql';
 append_to_file($pz_script, q{
 \set k random(1, 5000)
@@ -205,6 +215,94 @@ is( $node->safe_psql('postgres', q{
 ($rc, undef, $err) = online([ '-t', 'pz', '--pause', '-1' ]);
 is($rc, 2, 'a negative --pause: exit code 2');
 like($err, qr/invalid pause "-1": a whole number of at least 0/, 'saying what it takes');
+
+# --jobs: the sessions of the tables (above, the migration under writes
+# ran so) are stopped with the program, and the program with them: a
+# session killed, the program stopped by SIGINT, the program killed.
+# Each time no session is left, and the next run goes on from there.
+parent_and_child('jb', 600);
+# the program, copying slowly (10 rows a batch, 100 ms apart), once both
+# tables' sessions have copied rows (or go on from a run before): its
+# handle, its output and its processes' pids.  With -q (its sessions then
+# write nothing to a pipe that would break when it is gone), once both
+# copies have rows more.
+sub start_copying
+{
+	my @quiet = @_;
+	my ($o, $e) = ('', '');
+	my ($jb, $jbc) = @quiet
+	  ? split(/\|/, $node->safe_psql('postgres',
+			q{SELECT (SELECT count(*) FROM jb__flake_new), (SELECT count(*) FROM jbc__flake_new)}))
+	  : ();
+	my $h = IPC::Run::start(
+		[ FlakeTest::online_command($node, [ '-t', 'jb', '--jobs', '2', '-b', '10', '--sleep', '100', @quiet ]) ],
+		'>', \$o, '2>', \$e);
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	until (!$h->pumpable || time > $deadline
+		|| (@quiet
+			? $node->safe_psql('postgres', "SELECT (SELECT count(*) FROM jb__flake_new) > $jb
+											   AND (SELECT count(*) FROM jbc__flake_new) > $jbc") eq 't'
+			: keys %{ { map { $_ => 1 } $o =~ /^\[([^\]]+)\]   copy \S+: (?:\d+ (?:of about|rows)|continuing)/mg } }
+			== 2))
+	{
+		$h->pump_nb;
+		select(undef, undef, undef, 0.05);
+	}
+	my $pid = $h->{KIDS}[0]{PID};
+	return ($h, \$o, \$e, $pid, children_of($pid));
+}
+# the text of a file, or undef when it cannot be read
+sub slurp_file_if { my ($f) = @_; open my $fh, '<', $f or return undef; local $/; return <$fh>; }
+# the pids of the processes whose parent is $1
+sub children_of
+{
+	my ($parent) = @_;
+	my @pids;
+	for my $stat (glob '/proc/[0-9]*/stat')
+	{
+		open my $f, '<', $stat or next;
+		my $line = <$f> // '';
+		push @pids, $1 if $line =~ /^(\d+) \(.*\) \S (\d+)/s && $2 == $parent;
+	}
+	return @pids;
+}
+my $sessions_gone = q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'flake_migrate_online'};
+my ($jh, $jo, $je, $jpid, @jobs) = start_copying();
+is(scalar @jobs, 2, 'with --jobs 2, two sessions copy') or diag($$jo, $$je);
+kill 'KILL', $jobs[0];
+$jh->finish;
+is($jh->result(0), 1, 'a session killed: the program stops the other and exits 1');
+like($$je, qr/the session of --jobs for public\.jbc? ended by signal 9/, 'saying which session ended how')
+  or diag($$je);
+like($$je, qr/stopped during/, 'and the other session says it was stopped');
+ok($node->poll_query_until('postgres', $sessions_gone), 'no session is left');
+($jh, $jo, $je, $jpid, @jobs) = start_copying();
+like($$jo, qr/continuing after key/, 'the next run continues the copies');
+kill 'INT', $jpid;
+$jh->finish;
+is($jh->result(0), 5, 'the program stopped by SIGINT: exit 5');
+like($$je, qr/stopped during the steps of the tables/, 'saying what it stopped') or diag($$je);
+ok($node->poll_query_until('postgres', $sessions_gone), 'its sessions are stopped with it');
+($jh, $jo, $je, $jpid, @jobs) = start_copying('-q');
+kill 'KILL', $jpid;
+$jh->finish;
+ok($node->poll_query_until('postgres', $sessions_gone), 'the program killed: its sessions stop');
+# (a process ended may stay a zombie until its new parent reaps it)
+my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+my $running = sub { grep { my $st = slurp_file_if("/proc/$_/stat"); defined $st && $st !~ /\) Z / } @jobs };
+select(undef, undef, undef, 0.1) while $running->() && time < $deadline;
+ok(!$running->(), 'and their processes end');
+($rc, $out, $err) = online([ '-t', 'jb', '--jobs', '2' ]);
+is($rc, 0, 'the next run finishes') or diag($out, $err);
+like($out, qr/copy public\.jbc?: done, [1-9]\d* rows/,
+	'copying the rows left: the killed program\'s sessions stopped copying with it');
+is( $node->safe_psql('postgres', q{
+		SELECT count(*), count(DISTINCT c.id), sum(c.v) FROM jbc c JOIN jb p ON p.id = c.jb_id;
+		SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'jbc'::regclass AND attname = 'jb_id'}),
+	"600|600|180300\nbigint", 'every row copied once, by a bigint');
+($rc, undef, $err) = online([ '-t', 'jb', '--jobs', '0' ]);
+is($rc, 2, '--jobs 0: exit code 2');
+like($err, qr/invalid jobs "0": a whole number of at least 1/, 'saying what it takes');
 
 # an identity key to ulidflake, the command stopped in each phase by
 # SIGINT or SIGKILL while it waits for a lock that another session holds,

@@ -175,7 +175,10 @@ sub writes
 }
 ($rc, $out, $err) = online([ '-t', 'hso', '--dry-run' ], user => 'hs');
 is($rc, 0, 'hostile settings: the dry run') or diag($out, $err);
-for my $step ([ 'create' ], [ 'copy', '-b', '100', '--sleep', '300' ], [ 'apply' ], [ 'index' ], [ 'analyze' ], [ 'swap' ], [])
+# (the steps before the swap in the sessions of --jobs too, which pin the
+# same settings)
+for my $step ([ 'create', '--jobs', '2' ], [ 'copy', '-b', '100', '--sleep', '300', '--jobs', '2' ],
+	[ 'apply', '--jobs', '2' ], [ 'index' ], [ 'analyze' ], [ 'swap' ], [])
 {
 	my ($phase, @more) = @$step;
 	writes();
