@@ -1,5 +1,5 @@
 # More generating sessions than nodes (issue 12): 40 pgbench clients on
-# flake.nodes = '0-3', 200k flake_next() ids each into one unique index, then
+# flake.nodes = '0-3', 100k flake_next() ids each into one unique index, then
 # the same with randflake_next() on flake.randflake_nodes = '0-7'.  No
 # errors, no duplicates, every id on a node of the set, and the ids of each
 # session on each node strictly increasing in the order it issued them
@@ -15,7 +15,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $clients = 40;
-my $per_client = 200_000;
+my $per_client = 100_000;
 my $batch = 1000;
 my $total = $clients * $per_client;
 my $key = q{'\x000102030405060708090a0b0c0d0e0f'::bytea};
