@@ -53,7 +53,7 @@ PROVE_TESTS = test/t/*.pl
 # the tests read test/data (the vectors) from the current directory
 REGRESS_PREP = $(CURDIR)/test/data
 EXTRA_CLEAN = tmp_check tmp_check_regress tmp_check_isolation results output_iso regression.* \
-	test/unit/*.bin .flake-build-flags .flake-shared-flags
+	test/unit/*.bin .flake-build-flags
 
 # PGXS, from pg_config.  Without one (a fresh machine) only the targets
 # that install PostgreSQL themselves work (make demo, make test: see the
@@ -95,18 +95,10 @@ $(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql $(REPLACED_PARTS)
 	  cat $^; } > $@
 
 # PGXS tracks no header dependencies: rebuild everything when a header or
-# the build flags change; FLAKE_PORTABLE alone rebuilds only the objects of
-# the files that test it (make test builds with and without it), or all
-# of them once a header does.  Each file holds the flags its objects were
-# built with.  Out of the tree, src/ must be made first.
-PORTABLE_FILES = $(shell grep -l FLAKE_PORTABLE $(FLAKE_SRC)/src/*.[ch])
-PORTABLE_OBJS = $(if $(filter %.h,$(PORTABLE_FILES)),$(OBJS),$(patsubst $(FLAKE_SRC)/%.c,%.o,$(PORTABLE_FILES)))
-$(OBJS) $(OBJS:.o=.bc): $(FLAKE_HEADERS) .flake-shared-flags | $(CURDIR)/src
-$(PORTABLE_OBJS) $(PORTABLE_OBJS:.o=.bc): .flake-build-flags
-.flake-build-flags: recorded_flags = $(FLAKE_BUILD_FLAGS)
-.flake-shared-flags: recorded_flags = $(filter-out -DFLAKE_PORTABLE,$(FLAKE_BUILD_FLAGS))
-.flake-build-flags .flake-shared-flags: FORCE
-	@echo '$(recorded_flags)' | cmp -s - $@ || echo '$(recorded_flags)' > $@
+# the build flags change.  Out of the tree, src/ must be made first.
+$(OBJS) $(OBJS:.o=.bc): $(FLAKE_HEADERS) .flake-build-flags | $(CURDIR)/src
+.flake-build-flags: FORCE
+	@echo '$(FLAKE_BUILD_FLAGS)' | cmp -s - $@ || echo '$(FLAKE_BUILD_FLAGS)' > $@
 $(CURDIR)/test/data:
 	mkdir -p $(@D)
 	ln -s $(abspath $(FLAKE_SRC))/test/data $@
