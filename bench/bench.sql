@@ -396,6 +396,15 @@ RETURNS text LANGUAGE sql IMMUTABLE AS $$
 	SELECT format('%s (%s-%s)', to_char(med, fmt), to_char(lo, fmt), to_char(hi, fmt))
 $$;
 
+-- The verdict on a target, and the report's tally of targets met and
+-- missed with it: met where ok, MISSED where not, and also where ok is
+-- NULL (a net ratio too close to noise to judge).
+CREATE FUNCTION bench.judge(ok boolean, INOUT met int, INOUT missed int, OUT verdict text)
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT met + (ok IS TRUE)::int, missed + (ok IS NOT TRUE)::int,
+		   CASE WHEN ok THEN 'met' ELSE 'MISSED' END
+$$;
+
 CREATE FUNCTION bench.report() RETURNS SETOF text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -492,13 +501,9 @@ BEGIN
 			END IF;
 			verdict := NULL;
 			IF r.target IS NOT NULL THEN
-				IF (CASE r.basis WHEN 'net' THEN r.net ELSE r.gross END) <= r.target THEN
-					verdict := 'met';
-					nmet := nmet + 1;
-				ELSE
-					verdict := 'MISSED';
-					nmissed := nmissed + 1;
-				END IF;
+				SELECT * INTO nmet, nmissed, verdict
+				FROM bench.judge((CASE r.basis WHEN 'net' THEN r.net ELSE r.gross END) <= r.target,
+								 nmet, nmissed);
 			END IF;
 			RETURN NEXT rtrim(format('%-*s  %6s  %6s  %6s  %s', w, r.name,
 				to_char(r.gross, 'FM990.00'),
@@ -578,13 +583,8 @@ BEGIN
 				verdict := 'not measured';
 				nmissed := nmissed + 1;
 			ELSE
-				IF judged.cpu >= tr.target THEN
-					verdict := 'met';
-					nmet := nmet + 1;
-				ELSE
-					verdict := 'MISSED';
-					nmissed := nmissed + 1;
-				END IF;
+				SELECT * INTO nmet, nmissed, verdict
+				FROM bench.judge(judged.cpu >= tr.target, nmet, nmissed);
 				verdict := format('%s, %s; tps %s%s', to_char(judged.cpu, 'FM990.00'), verdict,
 								  to_char(judged.tps, 'FM990.00'),
 								  CASE WHEN judged.tps_lo < tr.target AND judged.tps_hi >= tr.target

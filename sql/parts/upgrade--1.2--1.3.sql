@@ -133,20 +133,5 @@ CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_ori
 	FOR EACH ROW EXECUTE FUNCTION flake_internal.origin_local();
 ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;
 
--- flake_take_over() and flake_repair_state() (see sql/parts/flake.sql)
-CREATE FUNCTION flake_take_over(data_directory text,
-								OUT system_identifier bigint, OUT servers bigint[],
-								OUT flake_next_mark timestamptz, OUT ulidflake_mark timestamptz,
-								OUT randflake_mark timestamptz, OUT rekey_claims integer)
-	RETURNS record
-	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-REVOKE EXECUTE ON FUNCTION flake_take_over(text) FROM PUBLIC;
-COMMENT ON FUNCTION flake_take_over(text) IS
-	'take over the flake state (flake.hwm, flake.rekeys) of the server of a data directory, '
-	'stopped: after pg_upgrade or a restore into this server';
-CREATE FUNCTION flake_repair_state(newest timestamptz) RETURNS void
-	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-REVOKE EXECUTE ON FUNCTION flake_repair_state(timestamptz) FROM PUBLIC;
-COMMENT ON FUNCTION flake_repair_state(timestamptz) IS
-	'replace a damaged flake.hwm or flake.rekeys, taking newest as the time no id of this '
-	'server, nor any row a rekey gave an id, is later than';
+-- flake_take_over() and flake_repair_state(), new in 1.3: make appends
+-- sql/parts/state.sql after this part, as to the install script

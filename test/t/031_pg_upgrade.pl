@@ -17,11 +17,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Cwd;
 use File::Copy;
-use POSIX qw(strftime);
 use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
-use FlakeClock;
 use FlakeTest;
 
 my $conf = $carry_conf;
@@ -108,10 +106,7 @@ sub take_over
 
 # every server's clock frozen at the same second: the new servers' clocks
 # are behind every id the old one issued
-my $old = flake_cluster('old', $conf);
-my $clock = FlakeClock->new($old);
-$clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time())));
-$old->start;
+my ($old) = frozen_server('old', $conf);
 $old_system = $old->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()');
 $old->safe_psql('postgres', q{
 	CREATE EXTENSION flake;

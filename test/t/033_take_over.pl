@@ -18,11 +18,9 @@ use PostgreSQL::Test::Utils;
 use File::Copy;
 use File::Path qw(make_path);
 use IPC::Run;
-use POSIX qw(strftime);
 use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
-use FlakeClock;
 use FlakeTest;
 
 my $conf = $carry_conf;
@@ -44,10 +42,7 @@ sub reissued
 }
 
 # the old server: ids of each family and a rekey, its clock frozen
-my $old = flake_cluster('old', $conf);
-my $clock = FlakeClock->new($old);
-$clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time())));
-$old->start;
+my ($old) = frozen_server('old', $conf);
 $old->safe_psql('postgres', q{
 	CREATE EXTENSION flake;
 	CREATE TABLE ids (phase text NOT NULL, family text NOT NULL, id bigint NOT NULL);

@@ -29,10 +29,7 @@ my $conf = $carry_conf;
 my %generators = %family_next;
 
 # another server, stopped, whose files are copied here to be taken over
-my $old = flake_cluster('old', $conf);
-my $clock = FlakeClock->new($old);
-$clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time())));
-$old->start;
+my ($old, $clock) = frozen_server('old', $conf);
 $old->safe_psql('postgres', q{
 	CREATE EXTENSION flake;
 	CREATE TABLE t (id serial PRIMARY KEY, at timestamptz NOT NULL);

@@ -8,9 +8,11 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use IPC::Run;
+use POSIX qw(strftime);
+use FlakeClock;
 
 our @EXPORT = qw(flake_cluster flake_server randflake_backwards crc32c $flake_secret
-  $carry_conf %family_next rekey_tables online_run online_hold online_start);
+  $carry_conf %family_next rekey_tables frozen_server online_run online_hold online_start);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -45,6 +47,21 @@ sub rekey_tables
 	INSERT INTO invoices (at) SELECT at FROM orders;
 	SELECT count(*) FROM flake_migrate('orders', rekey_from => 'at');
 };
+}
+
+# The old server of the tests that carry ids and claims to another server
+# (flake_cluster with the given settings), started with its clock frozen
+# at the current second.  Every process started after it (servers, psql,
+# pgbench) reads its wall clock from the FlakeClock returned with it, so
+# the servers started later are behind every id the old one issues.
+sub frozen_server
+{
+	my ($name, $conf) = @_;
+	my $node = flake_cluster($name, $conf);
+	my $clock = FlakeClock->new($node);
+	$clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time())));
+	$node->start;
+	return ($node, $clock);
 }
 
 # A new cluster with flake in shared_preload_libraries and the given lines

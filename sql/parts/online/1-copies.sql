@@ -145,6 +145,33 @@ COMMENT ON FUNCTION flake_internal.online_private(regclass) IS
 	'online migration helper: take back the default privileges of a table the migration made';
 
 --
+-- The key's column and those that reference it, transitively (with the
+-- columns named in also), and the tables the migration changes: what the
+-- plan, the swap and undoing start from, as flake_migrate() finds them
+-- (migrate_key(), migrate_also(), migrate_closure()).  Unless dry_run,
+-- each table found besides the key's is locked as flake_migrate() locks
+-- it, and the catalogs are read again until no new one appears.  to_ulid
+-- counts every referencing column as changing, so that every table that
+-- may have been copied is found.
+--
+CREATE FUNCTION flake_internal.online_closure(tbl regclass, col name, also text[],
+											  to_ulid boolean, dry_run boolean,
+											  OUT cols flake_internal.migrate_column[],
+											  OUT touched oid[])
+	LANGUAGE sql VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT c.cols, c.touched
+	FROM flake_internal.migrate_key(tbl, col) k,
+		 flake_internal.migrate_closure(tbl, col, k.key_attnum,
+										flake_internal.migrate_also(tbl, col, k.key_attnum, also),
+										to_ulid, false, dry_run) c
+$$;
+COMMENT ON FUNCTION flake_internal.online_closure(regclass, name, text[], boolean, boolean) IS
+	'online migration helper: the columns that reference the key, transitively, '
+	'and the tables the migration changes (locked unless dry_run)';
+
+--
 -- The tables to copy (those with a column that changes type), each with
 -- its shadow and log (their names, and their oids once they exist), the
 -- column its batches go by (its primary key, or else a unique index on one

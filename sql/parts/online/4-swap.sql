@@ -210,15 +210,11 @@ CREATE FUNCTION flake_internal.online_swap_lock(tbl regclass, col name, generato
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	key			record;
 	closure		record;
 	s			text;
 BEGIN
-	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
 	SELECT * INTO closure
-	FROM flake_internal.migrate_closure(
-		tbl, col, key.key_attnum, flake_internal.migrate_also(tbl, col, key.key_attnum, also),
-		generator = 'ulidflake_next', false, true);
+	FROM flake_internal.online_closure(tbl, col, also, generator = 'ulidflake_next', true);
 	FOR s IN
 		SELECT DISTINCT f.conrelid::regclass::text FROM pg_constraint f
 		WHERE f.contype = 'f' AND f.confrelid = ANY (closure.touched)
@@ -262,7 +258,6 @@ AS $$
 DECLARE
 	target		text := CASE WHEN generator = 'ulidflake_next' THEN '@extschema@.ulidflake'
 							 ELSE 'bigint' END;
-	key			record;
 	closure		record;
 	copied		oid[];
 	blockers	flake_internal.migrate_step[];
@@ -281,11 +276,9 @@ BEGIN
 						 'as flake_migrate_online does.';
 	END IF;
 	PERFORM flake_internal.online_swap_lock(tbl, col, generator, also);
-	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
+	-- the tables again, under the locks: they may have changed before them
 	SELECT * INTO closure
-	FROM flake_internal.migrate_closure(tbl, col, key.key_attnum,
-										flake_internal.migrate_also(tbl, col, key.key_attnum, also),
-										generator = 'ulidflake_next', false, false);
+	FROM flake_internal.online_closure(tbl, col, also, generator = 'ulidflake_next', false);
 	-- applying the logs runs the tables' code (checks, generated columns):
 	-- only as their owner, logged in as such (as the client checks)
 	SELECT string_agg(c.oid::regclass::text, ', ') INTO missing

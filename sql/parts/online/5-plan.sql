@@ -26,7 +26,6 @@ DECLARE
 															(SELECT c.relname FROM pg_class c
 															 WHERE c.oid = tbl),
 															'__flake_validate'))));
-	key			record;
 	closure		record;
 	blocked		text[];
 BEGIN
@@ -52,13 +51,9 @@ BEGIN
 	SELECT array_agg(m.detail ORDER BY m.step) INTO blocked
 	FROM @extschema@.flake_migrate(tbl, col, generator, NULL, true, also) m
 	WHERE m.action = 'blocked';
-	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
 	IF blocked IS NULL THEN
 		SELECT * INTO closure
-		FROM flake_internal.migrate_closure(tbl, col, key.key_attnum,
-											flake_internal.migrate_also(tbl, col, key.key_attnum,
-																		also),
-											generator = 'ulidflake_next', false, true);
+		FROM flake_internal.online_closure(tbl, col, also, generator = 'ulidflake_next', true);
 		SELECT array_agg(b.detail) INTO blocked
 		FROM unnest(flake_internal.online_blockers(closure.cols, target)) b
 		WHERE b.action = 'blocked';
@@ -127,14 +122,10 @@ CREATE FUNCTION flake_internal.online_undo(tbl regclass, col name DEFAULT 'id',
 	SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	key			record;
 	closure		record;
 BEGIN
-	SELECT * INTO key FROM flake_internal.migrate_key(tbl, col);
-	SELECT * INTO closure
-	FROM flake_internal.migrate_closure(tbl, col, key.key_attnum,
-										flake_internal.migrate_also(tbl, col, key.key_attnum, also),
-										true, false, true);
+	-- every table that may have been copied, whatever the generator was
+	SELECT * INTO closure FROM flake_internal.online_closure(tbl, col, also, true, true);
 	step := 0;
 	FOR rel, statement IN
 		SELECT t.relid::regclass,
