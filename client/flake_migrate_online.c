@@ -46,6 +46,12 @@
 #define EXIT_LOCKS		4
 #define EXIT_STOPPED	5
 
+/*
+ * The advisory lock that the sessions of --jobs hold shared while they run,
+ * by the oid of the key's table ($1)
+ */
+#define JOBS_LOCK "hashtext('flake_migrate_online --jobs'), CAST(CAST($1 AS oid) AS integer)"
+
 static const char *const phases[] = {
 	"create", "copy", "apply", "index", "analyze", "swap", "validate", NULL
 };
@@ -298,6 +304,23 @@ run_copy(const Options *opt, const char *table, const char *insert,
 }
 
 /*
+ * A session of a child process's own (the parent's, whose connection it
+ * inherited, is not to be touched), which on_signal() cancels, with the
+ * program's settings: whether it could connect.
+ */
+static int
+open_own_session(void)
+{
+	cancel = NULL;
+	conn = PQconnectdbParams(conn_keywords, conn_values, 1);
+	if (PQstatus(conn) != CONNECTION_OK)
+		return 0;
+	cancel = PQgetCancel(conn);
+	set_session();
+	return 1;
+}
+
+/*
  * Pausing the application's writes while the logs are applied.  Each
  * pass applies what the application wrote during the pass before; under a
  * write load that keeps every core busy, the apply is one session among
@@ -326,16 +349,8 @@ pacer_run(const Options *opt, const PGresult *plan, int first, int last, pid_t p
 	long		missed = 0;
 	PGresult   *res;
 
-	/*
-	 * this process's own session (the parent's is not to be touched), which
-	 * on_signal() cancels
-	 */
-	cancel = NULL;
-	conn = PQconnectdbParams(conn_keywords, conn_values, 1);
-	if (PQstatus(conn) != CONNECTION_OK)
+	if (!open_own_session())
 		_exit(EXIT_ERROR);
-	cancel = PQgetCancel(conn);
-	set_session();
 	snprintf(lock, sizeof(lock), "SET lock_timeout = %ld", opt->lock_timeout_ms);
 	run(lock, "SET lock_timeout");
 	snprintf(sleep_sql, sizeof(sleep_sql), "SELECT pg_sleep(%.3f)", opt->pause_ms / 1000.0);
@@ -451,6 +466,20 @@ run_apply(const Options *opt, const PGresult *plan, int first, int last)
 	pacer_stop();
 }
 
+/*
+ * How messages name step i of the plan: "step N (phase: action of table)".
+ * The buffer is the next call's.
+ */
+static const char *
+step_title(const PGresult *plan, int i)
+{
+	static char title[256];
+
+	snprintf(title, sizeof(title), "step %s (%s: %s of %s)", PQgetvalue(plan, i, 0),
+			 PQgetvalue(plan, i, 1), PQgetvalue(plan, i, 3), PQgetvalue(plan, i, 2));
+	return title;
+}
+
 static int
 phase_rank(const char *phase)
 {
@@ -458,6 +487,13 @@ phase_rank(const char *phase)
 		if (strcmp(phases[i], phase) == 0)
 			return i;
 	return -1;
+}
+
+/* Whether step i of the plan comes after the phase of --until. */
+static int
+after_until(const Options *opt, const PGresult *plan, int i)
+{
+	return opt->until != NULL && phase_rank(PQgetvalue(plan, i, 1)) > phase_rank(opt->until);
 }
 
 /*
@@ -501,8 +537,7 @@ run_step(const Options *opt, const PGresult *plan, int i, int limit)
 	int			last = i;
 	char		what[256];
 
-	snprintf(what, sizeof(what), "step %s (%s: %s of %s)", PQgetvalue(plan, i, 0), phase,
-			 PQgetvalue(plan, i, 3), table);
+	snprintf(what, sizeof(what), "%s", step_title(plan, i));
 	say(opt, "%s\n", what);
 	if (strcmp(phase, "copy") == 0)
 		run_copy(opt, table, statement, PQgetvalue(plan, i, 6),
@@ -512,8 +547,7 @@ run_step(const Options *opt, const PGresult *plan, int i, int limit)
 		while (last + 1 < limit && strcmp(PQgetvalue(plan, last + 1, 1), "apply") == 0)
 		{
 			last++;
-			say(opt, "step %s (%s: %s of %s)\n", PQgetvalue(plan, last, 0), PQgetvalue(plan, last, 1),
-				PQgetvalue(plan, last, 3), PQgetvalue(plan, last, 2));
+			say(opt, "%s\n", step_title(plan, last));
 		}
 		run_apply(opt, plan, i, last);
 	}
@@ -544,33 +578,22 @@ run_table(const Options *opt, const PGresult *plan, int end, const char *table,
 {
 	const char *params[1] = {table_oid};
 
-	/* this process's own session: the parent's is not to be touched */
-	cancel = NULL;
 #ifdef __linux__
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 #endif
 	if (getppid() != parent)
 		exit(EXIT_STOPPED);
-	conn = PQconnectdbParams(conn_keywords, conn_values, 1);
-	if (PQstatus(conn) != CONNECTION_OK)
+	if (!open_own_session())
 	{
 		fprintf(stderr, "flake_migrate_online: %s", PQerrorMessage(conn));
 		exit(EXIT_ERROR);
 	}
-	cancel = PQgetCancel(conn);
-	set_session();
-	PQclear(query("SELECT pg_advisory_lock_shared(hashtext('flake_migrate_online --jobs'), "
-				  "CAST(CAST($1 AS oid) AS integer))", 1, params, "starting a session of --jobs"));
+	PQclear(query("SELECT pg_advisory_lock_shared(" JOBS_LOCK ")", 1, params,
+				  "starting a session of --jobs"));
 	say_prefix = table;
 	for (int i = 0; i < end && !stopped && getppid() == parent; i++)
-	{
-		const char *phase = PQgetvalue(plan, i, 1);
-
-		if (strcmp(PQgetvalue(plan, i, 2), table) != 0 ||
-			(opt->until != NULL && phase_rank(phase) > phase_rank(opt->until)))
-			continue;
-		i = run_step(opt, plan, i, end);
-	}
+		if (strcmp(PQgetvalue(plan, i, 2), table) == 0 && !after_until(opt, plan, i))
+			i = run_step(opt, plan, i, end);
 	if (stopped || getppid() != parent)
 	{
 		stopped = 1;
@@ -748,10 +771,8 @@ rehearse(const Options *opt, const PGresult *plan)
 			fail(res, "the rehearsal");
 		if (strcmp(state, "55P03") != 0 && strcmp(state, "40P01") != 0)
 		{
-			fprintf(stderr, "blocked: step %s (%s: %s of %s) would fail: %s"
-					"Nothing was changed.\n",
-					PQgetvalue(plan, i, 0), PQgetvalue(plan, i, 1), PQgetvalue(plan, i, 3),
-					PQgetvalue(plan, i, 2), PQresultErrorMessage(res));
+			fprintf(stderr, "blocked: %s would fail: %sNothing was changed.\n",
+					step_title(plan, i), PQresultErrorMessage(res));
 			exit(EXIT_BLOCKED);
 		}
 		PQclear(res);
@@ -763,9 +784,8 @@ rehearse(const Options *opt, const PGresult *plan)
 					attempt, opt->lock_timeout_ms);
 			exit(EXIT_LOCKS);
 		}
-		say(opt, "  lock not free for step %s (%s: %s of %s) (try %ld of %ld), trying again\n",
-			PQgetvalue(plan, i, 0), PQgetvalue(plan, i, 1), PQgetvalue(plan, i, 3),
-			PQgetvalue(plan, i, 2), attempt, opt->retries);
+		say(opt, "  lock not free for %s (try %ld of %ld), trying again\n",
+			step_title(plan, i), attempt, opt->retries);
 		sleep_ms(attempt < 20 ? 100 * attempt : 2000);
 		if (stopped)
 			fail(NULL, "the rehearsal");
@@ -1108,8 +1128,7 @@ main(int argc, char **argv)
 	if (!opt.dry_run)
 	{
 		params[0] = opt.table;
-		PQclear(query("SELECT pg_advisory_lock(hashtext('flake_migrate_online --jobs'), CAST(CAST($1 AS oid) AS integer)), "
-					  "pg_advisory_unlock(hashtext('flake_migrate_online --jobs'), CAST(CAST($1 AS oid) AS integer))",
+		PQclear(query("SELECT pg_advisory_lock(" JOBS_LOCK "), pg_advisory_unlock(" JOBS_LOCK ")",
 					  1, params, "waiting for an earlier run to end"));
 	}
 	check_owner(opt.table);
@@ -1160,12 +1179,11 @@ main(int argc, char **argv)
 	{
 		const char *phase = PQgetvalue(plan, i, 1);
 
-		if (opt.until != NULL && phase_rank(phase) > phase_rank(opt.until))
+		if (after_until(&opt, plan, i))
 			continue;
 		if (opt.dry_run)
 		{
-			printf("step %s (%s: %s of %s)\n  lock: %s\n  %s\n", PQgetvalue(plan, i, 0), phase,
-				   PQgetvalue(plan, i, 3), PQgetvalue(plan, i, 2), PQgetvalue(plan, i, 4),
+			printf("%s\n  lock: %s\n  %s\n", step_title(plan, i), PQgetvalue(plan, i, 4),
 				   PQgetvalue(plan, i, 5));
 			if (strcmp(phase, "copy") == 0)
 				printf("  batches: %s\n", PQgetvalue(plan, i, 6));

@@ -251,20 +251,19 @@ sub start_copying
 	my $pid = $h->{KIDS}[0]{PID};
 	return ($h, \$o, \$e, $pid, children_of($pid));
 }
-# the text of a file, or undef when it cannot be read
-sub slurp_file_if { my ($f) = @_; open my $fh, '<', $f or return undef; local $/; return <$fh>; }
+# the state and parent of the process $1 ("S", 123), from /proc; none once
+# it is gone
+sub process_of
+{
+	my ($pid) = @_;
+	my $stat = eval { slurp_file("/proc/$pid/stat") } // return;
+	return $stat =~ /.*\) (\S) (\d+)/s ? ($1, $2) : ();
+}
 # the pids of the processes whose parent is $1
 sub children_of
 {
 	my ($parent) = @_;
-	my @pids;
-	for my $stat (glob '/proc/[0-9]*/stat')
-	{
-		open my $f, '<', $stat or next;
-		my $line = <$f> // '';
-		push @pids, $1 if $line =~ /^(\d+) \(.*\) \S (\d+)/s && $2 == $parent;
-	}
-	return @pids;
+	return grep { ((process_of($_))[1] // 0) == $parent } map { m{/proc/(\d+)$} } glob '/proc/[0-9]*';
 }
 my $sessions_gone = q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'flake_migrate_online'};
 my ($jh, $jo, $je, $jpid, @jobs) = start_copying();
@@ -289,7 +288,7 @@ $jh->finish;
 ok($node->poll_query_until('postgres', $sessions_gone), 'the program killed: its sessions stop');
 # (a process ended may stay a zombie until its new parent reaps it)
 my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-my $running = sub { grep { my $st = slurp_file_if("/proc/$_/stat"); defined $st && $st !~ /\) Z / } @jobs };
+my $running = sub { grep { my ($state) = process_of($_); defined $state && $state ne 'Z' } @jobs };
 select(undef, undef, undef, 0.1) while $running->() && time < $deadline;
 ok(!$running->(), 'and their processes end');
 ($rc, $out, $err) = online([ '-t', 'jb', '--jobs', '2' ]);
