@@ -17,19 +17,19 @@ OBJS = $(patsubst $(FLAKE_SRC)/%.c,%.o,$(sort $(wildcard $(FLAKE_SRC)/src/*.c)))
 FLAKE_HEADERS = $(wildcard $(FLAKE_SRC)/src/*.h)
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(FLAKE_SRC)/flake.control)
 
-# The scripts.  Released versions are kept as they shipped (sql/); the
-# current version's script and the upgrade scripts are built from
-# sql/parts: the upgrade part, then the parts new in this version (which
-# the install script has after flake.sql), then the parts every upgrade
-# replaces whole (the Citus check, the migration functions in the order of
-# their phases), then the grants, after every object exists.  DATA is
-# relative to the source tree, DATA_built to the build directory.
+# The scripts.  The base version's install script (sql/flake--1.0.sql)
+# and the released upgrade scripts are kept as they shipped (sql/); the
+# chain builds every released version from them.  The current version's
+# install script and its upgrade script are built from sql/parts: the
+# upgrade part, then the parts every upgrade replaces whole (the Citus
+# check, the migration functions in the order of their phases), then the
+# grants, after every object exists.  The install script starts with the
+# parts an upgrade never replaces (INSTALL_PARTS).  DATA is relative to the
+# source tree, DATA_built to the build directory.
 UPGRADES = $(patsubst $(FLAKE_SRC)/sql/parts/upgrade--%.sql,sql/flake--%.sql,$(wildcard $(FLAKE_SRC)/sql/parts/upgrade--*.sql))
 DATA = $(filter-out sql/flake--$(EXTVERSION).sql $(UPGRADES),$(patsubst $(FLAKE_SRC)/%,%,$(wildcard $(FLAKE_SRC)/sql/flake--*.sql)))
 DATA_built = sql/flake--$(EXTVERSION).sql $(UPGRADES)
-# the parts new in this version; once it is released they stay in the
-# install script only
-NEW_PARTS = sql/parts/state.sql
+INSTALL_PARTS = sql/parts/flake.sql sql/parts/state.sql
 REPLACED_PARTS = sql/parts/citus.sql $(patsubst $(FLAKE_SRC)/%,%,$(sort $(wildcard $(FLAKE_SRC)/sql/parts/migrate/*.sql)) \
 	$(sort $(wildcard $(FLAKE_SRC)/sql/parts/online/*.sql))) sql/parts/privileges.sql
 
@@ -87,12 +87,12 @@ clean-client: | $(CURDIR)/client
 $(CURDIR)/client $(CURDIR)/src:
 	mkdir -p $@
 
-sql/flake--$(EXTVERSION).sql: sql/parts/flake.sql $(NEW_PARTS) $(REPLACED_PARTS)
+sql/flake--$(EXTVERSION).sql: $(INSTALL_PARTS) $(REPLACED_PARTS)
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
 	  cat $^; } > $@
-$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql $(NEW_PARTS) $(REPLACED_PARTS)
+$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql $(REPLACED_PARTS)
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \

@@ -1,8 +1,7 @@
 ------------------------------------------------------------------------
 -- The state files: taking them over, repairing them
 --
--- New in 1.3: appended by make to the install script, after flake.sql,
--- and to the upgrade script from 1.2.
+-- Appended by make to the install script, after flake.sql (new in 1.3).
 ------------------------------------------------------------------------
 
 -- flake's state files (flake.hwm, flake.rekeys) live in the data directory,

@@ -1,0 +1,37 @@
+------------------------------------------------------------------------
+-- flake 1.3 to 1.4
+--
+-- The migration functions and the Citus check are replaced whole, as in
+-- every upgrade: they are dropped here, and sql/parts/citus.sql,
+-- migrate/*.sql and online/*.sql, appended by make, create them again.
+-- The helpers in flake_internal are dropped by a loop over the extension's
+-- members, so that a helper renamed or removed in 1.4 needs no line here.
+-- Kept: the trigger functions of flake_origin and of an online migration
+-- left unfinished (dropping them would take the triggers with them);
+-- online/1-copies.sql replaces the latter with CREATE OR REPLACE.
+------------------------------------------------------------------------
+
+DROP FUNCTION flake_migrate(regclass, name, text, name, boolean, text[], text);
+DROP FUNCTION flake_migrate_tables(regclass[], name, text, name, boolean, text[], text);
+DROP FUNCTION flake_citus_check();
+
+DO $$
+DECLARE
+	helper pg_catalog.regprocedure;
+BEGIN
+	FOR helper IN
+		SELECT p.oid
+		  FROM pg_catalog.pg_proc p
+		  JOIN pg_catalog.pg_depend d
+			ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = p.oid
+		   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e'
+		  JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'flake'
+		 WHERE p.pronamespace = 'flake_internal'::pg_catalog.regnamespace
+		   AND p.proname NOT IN ('origin_local', 'online_log', 'online_no_truncate')
+	LOOP
+		EXECUTE pg_catalog.format('DROP FUNCTION %s', helper);
+	END LOOP;
+END
+$$;
+DROP TYPE flake_internal.migrate_step;
+DROP TYPE flake_internal.migrate_column;
