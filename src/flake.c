@@ -13,6 +13,7 @@
 #include "tcop/utility.h"
 #include "utils/guc.h"
 
+#include "horizon.h"
 #include "logfilter.h"
 #include "randflake.h"
 #include "serial_default.h"
@@ -84,6 +85,7 @@ _PG_init(void)
 		snowflake_add_shmem();
 		ulidflake_add_shmem();
 		randflake_add_shmem();
+		flake_horizon_add_shmem();
 		flake_wal_register();
 		serial_default_enable();
 		MarkGUCPrefixReserved("flake");

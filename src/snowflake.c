@@ -28,6 +28,7 @@
 
 #include "citus.h"
 #include "clock.h"
+#include "horizon.h"
 #include "hwm.h"
 #include "lease.h"
 #include "settings.h"
@@ -59,6 +60,7 @@ PG_FUNCTION_INFO_V1(flake_node_of);
 PG_FUNCTION_INFO_V1(flake_sequence);
 PG_FUNCTION_INFO_V1(flake_decode);
 PG_FUNCTION_INFO_V1(flake_from_timestamp);
+PG_FUNCTION_INFO_V1(flake_horizon);
 
 static inline int
 timestamp_bits(void)
@@ -277,6 +279,9 @@ snowflake_generate(int node_id)
 	uint64		next;
 	int64		next_ts;
 
+	/* every id below is at or above last's millisecond */
+	flake_horizon_hold(FLAKE_HORIZON_SNOWFLAKE,
+					   (int64) (last >> seq_bits) + snowflake_epoch_unix_ms);
 	for (;;)
 	{
 		int64		now = flake_clock_unix_ms() - snowflake_epoch_unix_ms;
@@ -435,6 +440,10 @@ flake_next_node(PG_FUNCTION_ARGS)
 							   first, first + space.count - 1),
 					 errhint("Pass a node of that range, or give this server flake.nodes of its own (restart).")));
 	}
+	/* the node's last id may be older than the leased node's */
+	flake_horizon_lower(FLAKE_HORIZON_SNOWFLAKE,
+						(int64) (pg_atomic_read_u64(&nodes[node].node.last) >> snowflake_sequence_bits) +
+						snowflake_epoch_unix_ms);
 	PG_RETURN_INT64(snowflake_generate(node));
 }
 
@@ -542,4 +551,37 @@ flake_from_timestamp(PG_FUNCTION_ARGS)
 						 layout_end_text())));
 	/* checked against max_ts first: the shift cannot wrap */
 	PG_RETURN_INT64(ms << (snowflake_node_bits + snowflake_sequence_bits));
+}
+
+/*
+ * The horizon: an id below which every flake_next() id that will ever
+ * commit on this server is visible to a new snapshot already.  Every node
+ * this server generates on is raised to the clock's millisecond first, so
+ * that ids taken from now on lie above it; a transaction that took ids
+ * before holds the horizon at or below them (horizon.c).
+ */
+Datum
+flake_horizon(PG_FUNCTION_ARGS)
+{
+	int64		now;
+	int64		held;
+	int64		horizon;
+
+	flake_horizon_refuse_in_recovery("flake_horizon()");
+	now = Min(flake_clock_unix_ms() - snowflake_epoch_unix_ms,
+			  snowflake_max_timestamp() + 1);
+	if (now > 0)
+	{
+		uint64		floor = ((uint64) now << snowflake_sequence_bits) - 1;
+
+		for (int i = 0; i < (1 << snowflake_node_bits); i++)
+			if (nodes[i].node.id >= 0)
+				flake_raise_last(&nodes[i].node.last, floor);
+	}
+	pg_memory_barrier();
+	held = flake_horizon_held(FLAKE_HORIZON_SNOWFLAKE);
+	horizon = Max(Min(now, held - snowflake_epoch_unix_ms), 0);
+	if (horizon > snowflake_max_timestamp())
+		PG_RETURN_INT64(PG_INT64_MAX);
+	PG_RETURN_INT64(horizon << (snowflake_node_bits + snowflake_sequence_bits));
 }
