@@ -61,12 +61,7 @@ PG_FUNCTION_INFO_V1(flake_sequence);
 PG_FUNCTION_INFO_V1(flake_decode);
 PG_FUNCTION_INFO_V1(flake_from_timestamp);
 PG_FUNCTION_INFO_V1(flake_horizon);
-
-static inline int
-timestamp_bits(void)
-{
-	return 63 - snowflake_node_bits - snowflake_sequence_bits;
-}
+PG_FUNCTION_INFO_V1(flake_upper_bound);
 
 /*
  * Milliseconds since flake.epoch as a timestamptz.  With few node and
@@ -102,9 +97,9 @@ timestamp_overflow(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 			 errmsg("flake_next() timestamp overflow"),
-			 errdetail("With flake.node_bits = %d and flake.sequence_bits = %d, ids hold %d bits of milliseconds since flake.epoch, which ran out at %s.",
-					   snowflake_node_bits, snowflake_sequence_bits, timestamp_bits(),
-					   layout_end_text())));
+			 errdetail("With flake.id_bits = %d, flake.node_bits = %d and flake.sequence_bits = %d, ids hold %d bits of milliseconds since flake.epoch, which ran out at %s.",
+					   snowflake_id_bits, snowflake_node_bits, snowflake_sequence_bits,
+					   snowflake_timestamp_bits(), layout_end_text())));
 }
 
 static Size
@@ -529,13 +524,12 @@ flake_decode(PG_FUNCTION_ARGS)
 }
 
 /*
- * The smallest id of the timestamp's millisecond, so that
- * "id >= flake_from_timestamp(t)" selects ids issued at or after t.
+ * The timestamp's millisecond since flake.epoch, refused outside the
+ * layout's range.
  */
-Datum
-flake_from_timestamp(PG_FUNCTION_ARGS)
+static int64
+timestamp_ms(TimestampTz ts)
 {
-	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
 	int64		max_ts = snowflake_max_timestamp();
 	int64		ms = 0;
 
@@ -549,8 +543,32 @@ flake_from_timestamp(PG_FUNCTION_ARGS)
 				 errhint("flake ids cover %s to %s.",
 						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(snowflake_epoch_unix_ms))),
 						 layout_end_text())));
-	/* checked against max_ts first: the shift cannot wrap */
-	PG_RETURN_INT64(ms << (snowflake_node_bits + snowflake_sequence_bits));
+	return ms;
+}
+
+/*
+ * The smallest id of the timestamp's millisecond, so that
+ * "id >= flake_from_timestamp(t)" selects ids issued at or after t.
+ */
+Datum
+flake_from_timestamp(PG_FUNCTION_ARGS)
+{
+	/* checked against the layout's end: the shift cannot wrap */
+	PG_RETURN_INT64(timestamp_ms(PG_GETARG_TIMESTAMPTZ(0)) <<
+					(snowflake_node_bits + snowflake_sequence_bits));
+}
+
+/*
+ * The largest id of the timestamp's millisecond, so that
+ * "id <= flake_upper_bound(t)" selects ids issued at or before t.
+ */
+Datum
+flake_upper_bound(PG_FUNCTION_ARGS)
+{
+	int			low_bits = snowflake_node_bits + snowflake_sequence_bits;
+
+	PG_RETURN_INT64((timestamp_ms(PG_GETARG_TIMESTAMPTZ(0)) << low_bits) |
+					((INT64CONST(1) << low_bits) - 1));
 }
 
 /*

@@ -62,6 +62,7 @@ PG_FUNCTION_INFO_V1(ulidflake_entropy);
 PG_FUNCTION_INFO_V1(ulidflake_sid);
 PG_FUNCTION_INFO_V1(ulidflake_from_timestamp);
 PG_FUNCTION_INFO_V1(ulidflake_horizon);
+PG_FUNCTION_INFO_V1(ulidflake_upper_bound);
 
 Datum
 ulidflake_in(PG_FUNCTION_ARGS)
@@ -361,20 +362,14 @@ ulidflake_sid(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32((int32) (value & ULIDFLAKE_MAX_SID));
 }
 
-/*
- * The smallest ulidflake of the timestamp's millisecond, so that
- * "id >= ulidflake_from_timestamp(t)" selects ids issued at or after t.
- */
-Datum
-ulidflake_from_timestamp(PG_FUNCTION_ARGS)
+/* The timestamp's millisecond of ulidflake time, refused outside it. */
+static int64
+timestamp_ms(TimestampTz ts)
 {
-	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
-	int64		ms;
+	int64		ms = 0;
 
 	if (!TIMESTAMP_NOT_FINITE(ts))
-	{
 		ms = flake_timestamptz_to_unix_ms(ts) - ULIDFLAKE_EPOCH_UNIX_MS;
-	}
 	if (TIMESTAMP_NOT_FINITE(ts) ||
 		ms < 0 || ms >= (INT64CONST(1) << ULIDFLAKE_TIME_BITS))
 		ereport(ERROR,
@@ -382,7 +377,28 @@ ulidflake_from_timestamp(PG_FUNCTION_ARGS)
 				 errmsg("timestamp \"%s\" is out of range for type ulidflake",
 						timestamptz_to_str(ts)),
 				 errhint("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULIDFLAKE_END_TEXT ".")));
-	PG_RETURN_INT64(ms << ULIDFLAKE_ENTROPY_BITS);
+	return ms;
+}
+
+/*
+ * The smallest ulidflake of the timestamp's millisecond, so that
+ * "id >= ulidflake_from_timestamp(t)" selects ids issued at or after t.
+ */
+Datum
+ulidflake_from_timestamp(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(timestamp_ms(PG_GETARG_TIMESTAMPTZ(0)) << ULIDFLAKE_ENTROPY_BITS);
+}
+
+/*
+ * The largest ulidflake of the timestamp's millisecond, so that
+ * "id <= ulidflake_upper_bound(t)" selects ids issued at or before t.
+ */
+Datum
+ulidflake_upper_bound(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64((timestamp_ms(PG_GETARG_TIMESTAMPTZ(0)) << ULIDFLAKE_ENTROPY_BITS) |
+					ULIDFLAKE_MAX_ENTROPY);
 }
 
 /*

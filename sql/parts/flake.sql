@@ -199,6 +199,10 @@ CREATE FUNCTION ulidflake_from_timestamp(timestamptz) RETURNS ulidflake
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ulidflake_from_timestamp(timestamptz) IS
 	'the smallest ulidflake of a millisecond, for range predicates';
+CREATE FUNCTION ulidflake_upper_bound(timestamptz) RETURNS ulidflake
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_upper_bound(timestamptz) IS
+	'the largest ulidflake of a millisecond, for range predicates';
 
 ------------------------------------------------------------------------
 -- Snowflake ids: bigint, 0 | ms since flake.epoch | node | sequence
@@ -235,6 +239,11 @@ CREATE FUNCTION flake_from_timestamp(timestamptz) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION flake_from_timestamp(timestamptz) IS
 	'the smallest Snowflake id of a millisecond, for range predicates';
+-- STABLE as the decoders: the layout is the server's (docs/partitioning.md)
+CREATE FUNCTION flake_upper_bound(timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_upper_bound(timestamptz) IS
+	'the largest Snowflake id of a millisecond, for range predicates';
 
 ------------------------------------------------------------------------
 -- Randflake ids: bigint, Sparx-64/128 encryption of

@@ -69,3 +69,14 @@ COMMENT ON COLUMN flake_horizon_holders.gid IS 'the prepared transaction''s iden
 COMMENT ON COLUMN flake_horizon_holders.since IS
 	'the horizon stays at or below this time until the transaction ends';
 REVOKE EXECUTE ON FUNCTION flake_horizon_info() FROM PUBLIC;
+
+-- new in 1.4: the upper bounds of a millisecond
+CREATE FUNCTION ulidflake_upper_bound(timestamptz) RETURNS ulidflake
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_upper_bound(timestamptz) IS
+	'the largest ulidflake of a millisecond, for range predicates';
+-- STABLE as the decoders: the layout is the server's (docs/partitioning.md)
+CREATE FUNCTION flake_upper_bound(timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_upper_bound(timestamptz) IS
+	'the largest Snowflake id of a millisecond, for range predicates';
