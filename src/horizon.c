@@ -257,7 +257,7 @@ prune_prepared(void)
  * PREPARE TRANSACTION: keep the transaction's times under its transaction
  * id, durably, before it is prepared.  A transaction without one wrote no
  * row.  The slot holds until the PREPARE ends, so the horizon is held
- * throughout.
+ * throughout; a PREPARE that fails leaves an entry the next horizon drops.
  */
 static void
 keep_prepared(void)
@@ -266,7 +266,8 @@ keep_prepared(void)
 	HorizonSlot *slot = my_slot();
 	HorizonPrepared *free_entry = NULL;
 
-	if (!TransactionIdIsValid(xid))
+	/* without max_prepared_transactions, PostgreSQL refuses right after */
+	if (!TransactionIdIsValid(xid) || shared->nprepared == 0)
 		return;
 	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
 	(void) prune_prepared();
