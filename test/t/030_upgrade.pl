@@ -113,7 +113,7 @@ foreach my $version (@released)
 # has none of those either.
 my $beyond_public = q{
 	SELECT concat_ws(', ',
-		CASE WHEN has_table_privilege('app', 'flake_origin', 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+		CASE WHEN has_table_privilege('app', 'flake_internal.flake_origin', 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
 			 THEN 'writes flake_origin' END,
 		CASE WHEN has_table_privilege('app', 'flake_leases', 'SELECT') THEN 'reads flake_leases' END,
 		CASE WHEN has_schema_privilege('app', 'flake_internal', 'CREATE') THEN 'creates in flake_internal' END,
