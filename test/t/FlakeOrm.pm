@@ -28,7 +28,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FlakeTest;
 
-our @EXPORT = qw(orm_server orm_run orm_check orm_ddl orm_flake_ids);
+our @EXPORT = qw(orm_server orm_run orm_check orm_ddl orm_flake_ids orm_node_modules);
 
 # The started server, set up as docs/orms.md tells a DBA to: the extension
 # in template1, so that every database made after it has it (the test
@@ -97,6 +97,22 @@ sub orm_check
 		"$authors and $books are keyed by flake_next(), with no sequence, and $books references $authors");
 	is( $node->safe_psql('app', qq{SELECT count(*) FROM $authors JOIN $books b ON b.author_id = $authors.id}),
 		'3', 'the rows are in the tables');
+}
+
+# The node_modules of the Node ORMs' tests: test/orm/js/package.json's
+# packages, which .ci/run installs with npm ci in $FLAKE_ORM_CACHE/js
+# (/var/cache/flake-orm/js), outside the clone.  Skips the test when Node
+# or one of the given packages is missing.
+sub orm_node_modules
+{
+	my (@packages) = @_;
+	my $modules = ($ENV{FLAKE_ORM_CACHE} // '/var/cache/flake-orm') . '/js/node_modules';
+	plan skip_all => 'Node is not installed (node is not on PATH)'
+	  unless system('node --version >/dev/null 2>&1') == 0;
+	my @missing = grep { !-e "$modules/$_/package.json" } @packages;
+	plan skip_all => "@missing not installed in $modules (.ci/run installs them: npm ci with test/orm/js/package-lock.json there)"
+	  if @missing;
+	return $modules;
 }
 
 # Whether every id of the list is a flake id of this server's, made by
