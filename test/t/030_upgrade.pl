@@ -179,5 +179,21 @@ is( $node->safe_psql('unfinished', q{
 	"1\nitems__flake_log items__flake_truncate",
 	'the triggers of an online migration left unfinished by 1.2 survive the update and still log');
 
+# A dump of a database at 1.3 names public.flake_origin, which 1.4 moved
+# to flake_internal: restored into a database where CREATE EXTENSION flake
+# VERSION '1.3' ran first (the README's step), then updated, the dumped
+# server is in flake_internal.flake_origin.
+$node->safe_psql('postgres', 'CREATE DATABASE dumped_1_3');
+$node->safe_psql('dumped_1_3', q{CREATE EXTENSION flake VERSION '1.3'; INSERT INTO flake_origin VALUES (12345)});
+my $dump_1_3 = $node->basedir . '/dumped_1_3.sql';
+$node->command_ok([ 'pg_dump', '-f', $dump_1_3, '-d', $node->connstr('dumped_1_3') ], 'pg_dump of a database at 1.3');
+$node->safe_psql('postgres', 'CREATE DATABASE restored_1_3');
+$node->safe_psql('restored_1_3', q{CREATE EXTENSION flake VERSION '1.3'});
+$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $dump_1_3, '-d', $node->connstr('restored_1_3') ],
+	'it restores where the extension was created at 1.3 first');
+$node->safe_psql('restored_1_3', 'ALTER EXTENSION flake UPDATE');
+is($node->safe_psql('restored_1_3', 'SELECT count(*) FROM flake_internal.flake_origin WHERE system_identifier = 12345'),
+	'1', 'and, updated, names the dumped server');
+
 $node->stop;
 done_testing();
