@@ -9,9 +9,10 @@
  * brought to a new server that way holds ids the new server knows nothing
  * of, and with its clock behind it would issue them again.  What those
  * tools do carry is the database's relations, and each database with
- * flake keeps the extension's table flake_origin (in flake_internal): the system identifiers
- * of the servers it was created on (its install writes the one it runs
- * on; pg_dump dumps the rows, pg_upgrade keeps the table's file).
+ * flake keeps the extension's table flake_internal.flake_origin: the
+ * system identifiers of the servers it was created on (its install writes
+ * the one it runs on; pg_dump dumps the rows, pg_upgrade keeps the
+ * table's file).
  *
  * flake.hwm names the server that wrote it and the servers whose marks it
  * took over: through flake_take_over() from their data directory, or from
