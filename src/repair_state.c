@@ -22,8 +22,8 @@
  * until the clock gets there: the first is refused, the second too unless
  * the operator confirms it (ahead_of_clock).  A repair made with a wrong
  * time is redone with again: the marks are raised to the new time, and
- * lowered only where past their layout's end (state.c says why that alone
- * is safe).
+ * lowered only where past their layout's end or more than FAR_AHEAD_MS
+ * ahead of the clock (state.c says why that alone is safe).
  *
  * Superusers only (checked here, besides EXECUTE revoked from PUBLIC).
  * Like nextval(), it is not undone by ROLLBACK.
@@ -50,7 +50,9 @@ PG_FUNCTION_INFO_V1(flake_repair_state);
 
 /*
  * How far ahead of the clock newest may be without ahead_of_clock: beyond
- * a clock's usual error, short of a typo in a date's day, month or year.
+ * a clock's usual error, short of a typo in a date's day, month or year;
+ * and beyond the most flake.max_borrow may be (an hour), so that no
+ * family issues ids while its last one is that far ahead.
  */
 #define FAR_AHEAD_MS	(INT64CONST(24) * 60 * 60 * 1000)
 
@@ -137,6 +139,8 @@ flake_repair_state(PG_FUNCTION_ARGS)
 	int64		newest_ms;
 	FlakeMarks	accepted;
 	FlakeMarks	ends;
+	FlakeMarks	trusted;
+	int64		now_ms = flake_clock_unix_ms();
 	FlakeState	state;
 	CoverClaims cover = {palloc(sizeof(FlakeRekeyClaim)), 0, 0};
 
@@ -165,7 +169,7 @@ flake_repair_state(PG_FUNCTION_ARGS)
 	accepted.mark[FLAKE_HWM_RANDFLAKE] = newest_ms / 1000 + 1;
 	layout_ends(&ends);
 	refuse_past_end(newest, &accepted, &ends);
-	if (!ahead_of_clock && newest_ms > flake_clock_unix_ms() + FAR_AHEAD_MS)
+	if (!ahead_of_clock && newest_ms > now_ms + FAR_AHEAD_MS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("the newest time of ids \"%s\" is more than a day ahead of this server's clock",
@@ -181,10 +185,15 @@ flake_repair_state(PG_FUNCTION_ARGS)
 	if (cover.last_ms >= 0)
 		cover_nodes(-FLAKE_REKEY_BANDS, -1, &cover);
 
+	/* again: marks past these were written by a repair, not by ids */
+	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+		trusted.mark[i] = Min(ends.mark[i], i == FLAKE_HWM_RANDFLAKE ?
+							  (now_ms + FAR_AHEAD_MS) / 1000 : now_ms + FAR_AHEAD_MS);
+
 	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
 	if (!again ||
 		!flake_state_repair_again(&flake_shared->state, &flake_shared->marks.value,
-								  &accepted, &ends))
+								  &accepted, &trusted))
 		flake_state_repair(&flake_shared->state, &flake_shared->marks.value,
 						   &accepted, cover.claims, cover.count);
 	flake_shmem_raise();

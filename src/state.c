@@ -643,21 +643,23 @@ flake_state_repair(FlakeState *state, FlakeMarkState *shared,
 
 /*
  * Redo a repair, the files intact (flake_repair_state(t, again => true)):
- * each mark is raised to accepted, and one past ends (the last mark its
- * family's layout can carry) is set to accepted even where lower.  Only
- * those are lowered: no id can carry a time past its layout's end, so
- * none was issued above the mark such a repair wrote; below the end, ids
- * may carry any time up to the mark, and lowering it could issue them
- * again.  The families keep their state in memory until the server
- * restarts (they only rise), so a mark lowered holds from then.  Logged in
- * WAL (the marks-set record where one is lowered).  False, nothing done,
+ * each mark is raised to accepted, and one above trusted (by family: the
+ * end of its layout, or far ahead of the clock) is set to accepted even
+ * where lower.  Only those are lowered: no id can carry a time past its
+ * layout's end, and a family refuses every id while its last one is more
+ * than flake.max_borrow ahead of the clock, so a mark that far ahead was
+ * written by a repair (or a take-over), not by ids; below it, ids may
+ * carry any time up to the mark, and lowering it could issue them again.
+ * The families keep their state in memory until the server restarts
+ * (they only rise), so a mark lowered holds from then.  Logged in WAL
+ * (the marks-set record where one is lowered).  False, nothing done,
  * where a file cannot be used: the caller repairs it.  The caller holds
  * the marks' lock exclusively, and raises the families before releasing
  * it.
  */
 bool
 flake_state_repair_again(FlakeState *state, FlakeMarkState *shared,
-						 const FlakeMarks *accepted, const FlakeMarks *ends)
+						 const FlakeMarks *accepted, const FlakeMarks *trusted)
 {
 	FlakeMarks	current;
 	FlakeMarks	marks;
@@ -671,7 +673,7 @@ flake_state_repair_again(FlakeState *state, FlakeMarkState *shared,
 	flake_state_refuse(state, false);
 	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
 	{
-		if (current.mark[i] > ends->mark[i])
+		if (current.mark[i] > trusted->mark[i])
 		{
 			marks.mark[i] = accepted->mark[i];
 			lowered |= marks.mark[i] < current.mark[i];
@@ -692,7 +694,7 @@ flake_state_repair_again(FlakeState *state, FlakeMarkState *shared,
 	ereport(LOG,
 			(errmsg("flake_repair_state() replaced the marks of \"%s\"%s",
 					FLAKE_HWM_FILE, lowered ?
-					", lowering those past their layout's end: they hold once the server restarts" : "")));
+					", lowering those far ahead: they hold once the server restarts" : "")));
 	return true;
 }
 

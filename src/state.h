@@ -82,7 +82,7 @@ extern void flake_state_repair(FlakeState *state, FlakeMarkState *marks,
 							   const FlakeRekeyClaim *cover, uint32 ncover);
 extern bool flake_state_repair_again(FlakeState *state, FlakeMarkState *marks,
 									 const FlakeMarks *accepted,
-									 const FlakeMarks *ends);
+									 const FlakeMarks *trusted);
 extern void flake_state_warn(const FlakeState *state);
 extern void flake_state_redo_marks(FlakeState *state, FlakeMarkState *marks,
 								   LWLock *lock, const FlakeMarks *logged,
