@@ -44,7 +44,8 @@ sub reissued
 }
 
 # the old server: ids of each family and a rekey, its clock frozen
-my ($old) = frozen_server('old', $conf);
+# (streaming: a base backup is taken of it while it runs)
+my ($old) = frozen_server('old', $conf . "wal_level = replica\nmax_wal_senders = 2\n");
 $old->safe_psql('postgres', q{
 	CREATE EXTENSION flake;
 	CREATE TABLE ids (phase text NOT NULL, family text NOT NULL, id bigint NOT NULL);

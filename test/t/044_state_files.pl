@@ -77,7 +77,7 @@ sub outcomes
 	my ($ret, $out, $err) = $node->psql('postgres',
 		'SELECT string_agg(outcome(q), E\'\n\' ORDER BY n) FROM (VALUES '
 		  . join(', ', map { "($_, \$q\$$calls[$_]\$q\$)" } 0 .. $#calls) . ') v(n, q)',
-		timeout => 60, timed_out => \my $timed_out);
+		timeout => 30, timed_out => \my $timed_out);
 	return $timed_out ? 'timed out' : $ret ? $err : $out;
 }
 
