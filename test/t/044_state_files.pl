@@ -10,8 +10,9 @@
 # Repaired with a wrong time: marks of 2205 (as 1.3's
 # flake_repair_state('2205-06-01') wrote them: past the layouts of
 # flake_next() and randflake_next(), far ahead for ulidflake_next()) stop
-# every family; a second repair with again => true lowers them, and after
-# a restart the families generate again, issuing no id of before.
+# every family; a second repair with again => true lowers them (and a
+# standby's through WAL), and after a restart the families generate
+# again, issuing no id of before.
 #
 # Hostile: a FIFO, a directory, a symbolic link or a huge file in place of
 # flake.hwm, flake.rekeys, flake.hwm.import, flake.hwm.tmp, and of the
@@ -34,7 +35,8 @@ use FlakeClock;
 use FlakeTest;
 
 my %generators = %family_next;
-my ($node, $clock) = frozen_server('state', $carry_conf);
+# (streaming: a standby follows a repair redone)
+my ($node, $clock) = frozen_server('state', $carry_conf . "wal_level = replica\nmax_wal_senders = 2\n");
 my $start = time();
 my $data = $node->data_dir;
 $node->safe_psql('postgres', q{
@@ -157,7 +159,15 @@ $node->start;
 unlike(outcomes(@generators), qr/ok/, 'marks of 2205: every family fails');
 like(outcomes("SELECT flake_repair_state($newest)"), qr/^55000 flake's state files are intact/,
 	'a second repair without again is refused');
+$node->backup('typo');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'typo', has_streaming => 1);
+$standby->start;
 $node->safe_psql('postgres', "SELECT flake_repair_state($newest, again => true)");
+$node->wait_for_catchup($standby);
+is(slurp_file($standby->data_dir . '/flake.hwm'), slurp_file("$data/flake.hwm"),
+	'a standby replays the marks lowered (MARKS_SET)');
+$standby->stop;
 $node->restart;
 is(generate(), '0', 'redone with again => true, then restarted: every family generates, no id of before');
 
