@@ -17,8 +17,8 @@
  * pg_control says it was not shut down cleanly, a base backup not
  * recovered (backup_label), this server's own directory and anything that
  * is not a data directory of PostgreSQL 15 or later.  Its files are read
- * as flake reads its own (datafile.c): regular files only, never blocking.  The
- * other server's system identifier comes from its pg_control (or, after
+ * as flake reads its own (datafile.c): regular files only, never blocking.
+ * The other server's system identifier comes from its pg_control (or, after
  * pg_upgrade --link, pg_control.old), whose first fields every major
  * keeps in place; its checksum is checked where the major is this one's.
  *
@@ -84,7 +84,9 @@ other_file(const char *path, size_t max_size, size_t *len)
 			 problem.status == FLAKE_FILE_TOO_LARGE ?
 			 errmsg("file \"%s\" is larger than PostgreSQL writes it (at most %zu bytes)",
 					path, max_size) :
-			 errmsg("file \"%s\" is not a regular file", path),
+			 problem.status == FLAKE_FILE_NOT_REGULAR ?
+			 errmsg("file \"%s\" is not a regular file", path) :
+			 errmsg("could not read file \"%s\" whole", path),
 			 errdetail("Nothing was taken over."),
 			 errhint("Give flake_take_over() the data directory of the old server, stopped, as PostgreSQL left it.")));
 	return NULL;				/* keep compiler quiet */
