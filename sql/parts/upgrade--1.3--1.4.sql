@@ -44,3 +44,15 @@ DROP TYPE flake_internal.migrate_column;
 ALTER TABLE @extschema@.flake_origin SET SCHEMA flake_internal;
 COMMENT ON SCHEMA flake_internal IS
 	'internal helpers of flake_migrate() and the online migration, and flake_origin; not for direct use';
+
+-- flake_repair_state() takes two arguments more (ahead_of_clock, again),
+-- with defaults, so that callers of 1.3's form are unchanged.
+DROP FUNCTION flake_repair_state(timestamptz);
+CREATE FUNCTION flake_repair_state(newest timestamptz, ahead_of_clock boolean DEFAULT false,
+								   again boolean DEFAULT false) RETURNS void
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+REVOKE EXECUTE ON FUNCTION flake_repair_state(timestamptz, boolean, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION flake_repair_state(timestamptz, boolean, boolean) IS
+	'replace a damaged flake.hwm or flake.rekeys, taking newest as the time no id of this '
+	'server, nor any row a rekey gave an id, is later than; ahead_of_clock: newest may be '
+	'more than a day ahead of the clock; again: correct a repair made with a wrong time';
