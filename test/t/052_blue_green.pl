@@ -3,16 +3,16 @@
 # never issues them again.
 #
 # Blue/green: two servers with default nodes and one randflake secret,
-# their clocks faked apart; green has blue's schema (pg_dump -s).  Per
-# clock gap (0, 2 s, 30 s): green subscribes to blue (FOR TABLE, initial
-# copy), blue writes, green catches up; cutover: green writes, replicated
-# back to blue (FOR ALL TABLES); rollback: blue writes again, its clock now
-# behind green's.  A table per family (flake_next, ulidflake_next,
+# their clocks faked (stopped) apart; green has blue's schema (pg_dump -s).
+# Per clock gap (0, 2 s, 30 s): green subscribes to blue (FOR TABLE,
+# initial copy), blue writes, green catches up; cutover: green, its clock
+# behind by the gap, writes, replicated back to blue (FOR ALL TABLES);
+# rollback: blue, its clock now behind green's, writes again.  A table per family (flake_next, ulidflake_next,
 # randflake_next); the writers insert with ON CONFLICT DO NOTHING, so that
 # an id issued again shows as a row missing.  0 repeated ids, and each
-# ulidflake comes after every one the server received.  30 s apart, the
-# generators of the families whose ids run ahead refuse until the clock is
-# put right (the error names the clock), then go on with 0 repeats.
+# ulidflake comes after every one the server received.  With the clock
+# behind, flake_next() and ulidflake_next() refuse (the error names the
+# clock) until the clock is put right, then go on with 0 repeats.
 #
 # Restore: a dump of blue, running and generating, restored on a third
 # server: generation is refused until flake_take_over_ids(), which needs
@@ -22,6 +22,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX qw(strftime);
+use Time::HiRes;
 use FindBin;
 use lib $FindBin::RealBin;
 use FlakeClock;
@@ -42,11 +44,22 @@ sub server
 	return ($node, $clock);
 }
 
-# the clock offset in seconds from the real one
+# A clock stopped at a time, in seconds from the test's start: ids made
+# at one time on two servers meet on the same node and sequence.
+my $start = time() + 10;
 sub set_clock
 {
 	my ($clock, $seconds) = @_;
-	$clock->set(sprintf('%+ds', $seconds));
+	$clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($start + $seconds)));
+}
+
+# A clock running from that time on: set at the start of a real second.
+sub set_clock_running
+{
+	my ($clock, $seconds) = @_;
+	my $now = Time::HiRes::time();
+	Time::HiRes::sleep(1 - ($now - int($now)));
+	$clock->set(sprintf('%+ds', $start + $seconds - int(Time::HiRes::time())));
 }
 
 # Blue with the tables, and green with blue's schema (pg_dump -s), each
@@ -126,49 +139,71 @@ sub write_after_move
 	return \%refused;
 }
 
-# The clocks are ahead of the real one by $base, less the gap, and each
-# phase starts ahead of every id made before it, so that only the ids
-# received can keep a server from issuing them again.  (Not by more than
-# a few minutes: a subscription's workers may see the real clock.)  The
-# cutover replicates through a publication FOR TABLE, the rollback through
-# one FOR ALL TABLES.
+# Each phase stops the clocks at a later time than every id made before
+# it, so that only the ids received can keep a server from issuing them
+# again.  The sender writes at two times, the gap apart: the receiver's
+# clock stands at the first when it takes over the writes.  Stopped
+# clocks cannot catch up: where generation refuses, the clock is put
+# right (set running from the second time).  (Not
+# more than a few minutes ahead of the real clock: a subscription's
+# workers may see that one.)  The cutover replicates through a
+# publication FOR TABLE, the rollback through one FOR ALL TABLES.
 my ($blue, $blue_clock, $green, $green_clock) = blue_green();
 my $base = 0;
+
+# the sender writes at base - gap and at base; the receiver's clock stands
+# at base - gap (runs from base, with no gap)
+sub write_across_gap
+{
+	my ($node, $clock, $receiver_clock, $gap, $side, $what) = @_;
+	foreach my $at ($base - $gap, $base)
+	{
+		set_clock($clock, $at);
+		is(write_rows($node, $_, "$side$at"), 0, "$what: $side writes $_ at +$at s")
+		  foreach sort keys %generator;
+	}
+	# a stopped clock would wait for ever where ids run ahead of it by
+	# less than flake.max_borrow and a second
+	if ($gap > 0)
+	{
+		set_clock($receiver_clock, $base - $gap);
+	}
+	else
+	{
+		set_clock_running($receiver_clock, $base);
+	}
+}
+
 foreach my $gap (0, 2, 30)
 {
 	my $what = "gap $gap s";
 	$base += 40;
 
-	# green, behind blue by the gap, gets blue's data
-	set_clock($blue_clock, $base);
-	set_clock($green_clock, $base - $gap);
+	# green gets blue's data
 	$green->safe_psql('postgres', 'TRUNCATE tf, tu, tr');
 	subscribe($green, $blue, "green$gap", 'tables', 'true');
-	is(write_rows($blue, $_, "blue$gap"), 0, "$what: blue writes $_") foreach sort keys %generator;
+	write_across_gap($blue, $blue_clock, $green_clock, $gap, 'blue', $what);
 	$blue->wait_for_catchup("green$gap");
-	my $received = newest_ulid($green, "blue$gap");
+	my $received = newest_ulid($green, "blue$base");
 
 	# cutover: green writes, blue follows it for a rollback
 	$green->safe_psql('postgres', "DROP SUBSCRIPTION green$gap");
 	subscribe($blue, $green, "blue$gap", 'everything', 'false');
 	my $refused = write_after_move($green, "green$gap", $received, "$what, cutover",
-		sub { set_clock($green_clock, $base) });
-	is_deeply([ sort keys %$refused ], $gap > 2 ? [ 'tf', 'tu' ] : [],
-		"$what, cutover: refused only with the clock far behind");
+		sub { set_clock_running($green_clock, $base + 1) });
+	is_deeply([ sort keys %$refused ], $gap > 1 ? [ 'tf', 'tu' ] : [],
+		"$what, cutover: refused only with the clock behind");
 
-	# rollback, green's clock ahead of blue's by the gap
+	# rollback: green wrote, blue's clock behind by the gap
 	$base += 40;
-	set_clock($green_clock, $base);
-	set_clock($blue_clock, $base - $gap);
-	is(write_rows($green, $_, "green$gap+"), 0, "$what: green writes $_ again")
-	  foreach sort keys %generator;
+	write_across_gap($green, $green_clock, $blue_clock, $gap, 'green', $what);
 	$green->wait_for_catchup("blue$gap");
-	$received = newest_ulid($blue, "green$gap+");
+	$received = newest_ulid($blue, "green$base");
 	$blue->safe_psql('postgres', "DROP SUBSCRIPTION blue$gap");
 	$refused = write_after_move($blue, "blue$gap+", $received, "$what, rollback",
-		sub { set_clock($blue_clock, $base) });
-	is_deeply([ sort keys %$refused ], $gap > 2 ? [ 'tf', 'tu' ] : [],
-		"$what, rollback: refused only with the clock far behind");
+		sub { set_clock_running($blue_clock, $base + 1) });
+	is_deeply([ sort keys %$refused ], $gap > 1 ? [ 'tf', 'tu' ] : [],
+		"$what, rollback: refused only with the clock behind");
 }
 
 is( $blue->safe_psql('postgres',
@@ -178,6 +213,7 @@ is( $blue->safe_psql('postgres',
 	'the subscribed tables have the trigger, for replica sessions only');
 
 # --- a dump of blue, running, restored on staging
+$base += 40;
 set_clock($blue_clock, $base);
 my ($staging, $staging_clock) = server('staging');
 set_clock($staging_clock, $base);
