@@ -16,6 +16,7 @@
 
 #include "logfilter.h"
 #include "randflake.h"
+#include "receive.h"
 #include "serial_default.h"
 #include "settings.h"
 #include "shmem.h"
@@ -47,8 +48,10 @@ flake_library_version(PG_FUNCTION_ARGS)
 
 /*
  * flake's one ProcessUtility hook: flake.serial_default rewrites the column
- * definitions of CREATE and ALTER TABLE before they run, and the log
- * filter follows the session's prepared statements around each statement.
+ * definitions of CREATE and ALTER TABLE before they run, the log filter
+ * follows the session's prepared statements around each statement, and
+ * the tables a subscription replicates into get the trigger that raises
+ * the marks above the ids arriving (receive.c).
  */
 static void
 flake_process_utility(PlannedStmt *pstmt, const char *queryString,
@@ -68,6 +71,8 @@ flake_process_utility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 	flake_log_filter_after_utility(stmt);
+	if (IsA(stmt, CreateSubscriptionStmt) || IsA(stmt, AlterSubscriptionStmt))
+		flake_receive_subscribed_tables();
 }
 
 void

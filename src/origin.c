@@ -102,42 +102,66 @@ flake_origin_relid(void)
 }
 
 /*
- * Refuse to go on when this database's flake_origin names a server that
- * is neither this one nor one whose marks flake.hwm holds.  Without the
- * table (the extension at a version before 1.2, or not installed in this
- * database), there is nothing to check.
+ * The servers this database's flake_origin names, besides this one, into
+ * servers (palloc'd; the caller frees servers->id).  Without the table (the
+ * extension at a version before 1.2, or not installed in this database),
+ * none.
  */
 void
-flake_origin_check(void)
+flake_origin_servers(FlakeServers *servers)
 {
 	Oid			relid = flake_origin_relid();
 	Relation	rel;
 	SysScanDesc scan;
 	HeapTuple	tuple;
-	FlakeServers servers;
-	uint64		own = GetSystemIdentifier();
-	uint64		missing = 0;
 
+	servers->writer = 0;
+	servers->count = 0;
+	servers->id = palloc(0);
 	if (!OidIsValid(relid))
 		return;
-	flake_hwm_servers(&servers);
 
 	/* read straight from the heap: no code of anyone's runs */
 	rel = table_open(relid, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	while (missing == 0 && HeapTupleIsValid(tuple = systable_getnext(scan)))
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		bool		isnull;
-		uint64		id = (uint64) DatumGetInt64(heap_getattr(tuple, 1, RelationGetDescr(rel), &isnull));
-		bool		known = isnull || id == own;
+		Datum		id = heap_getattr(tuple, 1, RelationGetDescr(rel), &isnull);
 
-		for (uint32 i = 0; i < servers.count && !known; i++)
-			known = servers.id[i] == id;
-		if (!known)
-			missing = id;
+		if (!isnull)
+			flake_hwm_servers_add(servers, (uint64) DatumGetInt64(id));
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
+}
+
+/*
+ * Refuse to go on when this database's flake_origin names a server that
+ * is neither this one nor one whose marks flake.hwm holds.
+ */
+void
+flake_origin_check(void)
+{
+	FlakeServers origin;
+	FlakeServers servers;
+	uint64		own = GetSystemIdentifier();
+	uint64		missing = 0;
+
+	flake_origin_servers(&origin);
+	if (origin.count == 0)
+		return;
+	flake_hwm_servers(&servers);
+	for (uint32 o = 0; o < origin.count && missing == 0; o++)
+	{
+		bool		known = false;
+
+		for (uint32 i = 0; i < servers.count && !known; i++)
+			known = servers.id[i] == origin.id[o];
+		if (!known)
+			missing = origin.id[o];
+	}
+	pfree(origin.id);
 	pfree(servers.id);
 
 	if (missing != 0)
@@ -146,5 +170,5 @@ flake_origin_check(void)
 				 errmsg("this database holds ids of another server, whose flake state this server lacks"),
 				 errdetail("The database comes from the server with system identifier " UINT64_FORMAT " (through pg_upgrade or pg_dump); the ids and rekey claims it issued are recorded in the files flake.hwm and flake.rekeys of its data directory, and this server (system identifier " UINT64_FORMAT ") has not taken them over.",
 						   missing, own),
-				 errhint("Take over the old server's state, with no restart: SELECT flake_take_over('/path/to/old/data') as a superuser, with the data directory of the old server, stopped. See \"Upgrading and uninstalling\" in flake's README.")));
+				 errhint("Take over the old server's state, with no restart, as a superuser: SELECT flake_take_over('/path/to/old/data') with the data directory of the old server, stopped; or, where that server keeps running, SELECT flake_take_over_ids() in this database. See \"Upgrading and uninstalling\" in flake's README.")));
 }

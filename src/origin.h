@@ -8,7 +8,10 @@
 #ifndef FLAKE_ORIGIN_H
 #define FLAKE_ORIGIN_H
 
+#include "hwm.h"
+
 extern Oid	flake_extension_schema(void);
+extern void flake_origin_servers(FlakeServers *servers);
 extern void flake_origin_check(void);
 
 #endif							/* FLAKE_ORIGIN_H */
