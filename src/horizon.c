@@ -121,13 +121,22 @@ horizon_size(void)
 					mul_size(sizeof(HorizonSlot), slot_count()));
 }
 
+/* The largest flake.prepared: every entry shared memory can hold. */
+static size_t
+prepared_file_size(void)
+{
+	return sizeof(HorizonFileHeader) +
+		(size_t) shared->nprepared * sizeof(HorizonPrepared) + sizeof(pg_crc32c);
+}
+
 /* Read flake.prepared into fresh shared memory (in the postmaster). */
 static void
 load_prepared(void)
 {
 	FlakeFileProblem problem;
 	size_t		len;
-	char	   *data = flake_datafile_read(FLAKE_PREPARED_FILE, &len, &problem);
+	char	   *data = flake_datafile_read(FLAKE_PREPARED_FILE, prepared_file_size(),
+										   &len, &problem);
 	HorizonFileHeader header;
 	pg_crc32c	crc;
 
