@@ -87,4 +87,14 @@
 #define flake_table_beginscan(rel, snapshot) table_beginscan(rel, snapshot, 0, NULL)
 #endif
 
+/*
+ * This backend's PGPROC number: PostgreSQL 17 names it MyProcNumber.
+ * Callers include storage/proc.h.
+ */
+#if PG_VERSION_NUM >= 170000
+#define flake_my_proc_number() MyProcNumber
+#else
+#define flake_my_proc_number() (MyProc->pgprocno)
+#endif
+
 #endif							/* FLAKE_COMPAT_H */

@@ -14,6 +14,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
+#include "horizon.h"
 #include "logfilter.h"
 #include "origin.h"
 #include "randflake.h"
@@ -108,6 +109,7 @@ _PG_init(void)
 		snowflake_add_shmem();
 		ulidflake_add_shmem();
 		randflake_add_shmem();
+		flake_horizon_add_shmem();
 		flake_wal_register();
 		serial_default_enable();
 		MarkGUCPrefixReserved("flake");

@@ -24,8 +24,8 @@
 #include "shmem.h"
 #include "state.h"
 
-/* the Snowflake, ulidflake and Randflake families */
-#define FLAKE_MAX_PARTS 3
+/* the Snowflake, ulidflake and Randflake families, and the horizon */
+#define FLAKE_MAX_PARTS 4
 
 FlakeSharedState *flake_shared = NULL;
 

@@ -28,6 +28,7 @@
 
 #include "citus.h"
 #include "clock.h"
+#include "horizon.h"
 #include "hwm.h"
 #include "lease.h"
 #include "settings.h"
@@ -59,12 +60,8 @@ PG_FUNCTION_INFO_V1(flake_node_of);
 PG_FUNCTION_INFO_V1(flake_sequence);
 PG_FUNCTION_INFO_V1(flake_decode);
 PG_FUNCTION_INFO_V1(flake_from_timestamp);
-
-static inline int
-timestamp_bits(void)
-{
-	return 63 - snowflake_node_bits - snowflake_sequence_bits;
-}
+PG_FUNCTION_INFO_V1(flake_horizon);
+PG_FUNCTION_INFO_V1(flake_upper_bound);
 
 /*
  * Milliseconds since flake.epoch as a timestamptz.  With few node and
@@ -100,9 +97,9 @@ timestamp_overflow(void)
 	ereport(ERROR,
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 			 errmsg("flake_next() timestamp overflow"),
-			 errdetail("With flake.node_bits = %d and flake.sequence_bits = %d, ids hold %d bits of milliseconds since flake.epoch, which ran out at %s.",
-					   snowflake_node_bits, snowflake_sequence_bits, timestamp_bits(),
-					   layout_end_text())));
+			 errdetail("With flake.id_bits = %d, flake.node_bits = %d and flake.sequence_bits = %d, ids hold %d bits of milliseconds since flake.epoch, which ran out at %s.",
+					   snowflake_id_bits, snowflake_node_bits, snowflake_sequence_bits,
+					   snowflake_timestamp_bits(), layout_end_text())));
 }
 
 static Size
@@ -277,6 +274,9 @@ snowflake_generate(int node_id)
 	uint64		next;
 	int64		next_ts;
 
+	/* every id below is at or above last's millisecond */
+	flake_horizon_hold(FLAKE_HORIZON_SNOWFLAKE,
+					   (int64) (last >> seq_bits) + snowflake_epoch_unix_ms);
 	for (;;)
 	{
 		int64		now = flake_clock_unix_ms() - snowflake_epoch_unix_ms;
@@ -435,6 +435,10 @@ flake_next_node(PG_FUNCTION_ARGS)
 							   first, first + space.count - 1),
 					 errhint("Pass a node of that range, or give this server flake.nodes of its own (restart).")));
 	}
+	/* the node's last id may be older than the leased node's */
+	flake_horizon_lower(FLAKE_HORIZON_SNOWFLAKE,
+						(int64) (pg_atomic_read_u64(&nodes[node].node.last) >> snowflake_sequence_bits) +
+						snowflake_epoch_unix_ms);
 	PG_RETURN_INT64(snowflake_generate(node));
 }
 
@@ -546,13 +550,12 @@ flake_decode(PG_FUNCTION_ARGS)
 }
 
 /*
- * The smallest id of the timestamp's millisecond, so that
- * "id >= flake_from_timestamp(t)" selects ids issued at or after t.
+ * The timestamp's millisecond since flake.epoch, refused outside the
+ * layout's range.
  */
-Datum
-flake_from_timestamp(PG_FUNCTION_ARGS)
+static int64
+timestamp_ms(TimestampTz ts)
 {
-	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
 	int64		max_ts = snowflake_max_timestamp();
 	int64		ms = 0;
 
@@ -566,6 +569,63 @@ flake_from_timestamp(PG_FUNCTION_ARGS)
 				 errhint("flake ids cover %s to %s.",
 						 pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(snowflake_epoch_unix_ms))),
 						 layout_end_text())));
-	/* checked against max_ts first: the shift cannot wrap */
-	PG_RETURN_INT64(ms << (snowflake_node_bits + snowflake_sequence_bits));
+	return ms;
+}
+
+/*
+ * The smallest id of the timestamp's millisecond, so that
+ * "id >= flake_from_timestamp(t)" selects ids issued at or after t.
+ */
+Datum
+flake_from_timestamp(PG_FUNCTION_ARGS)
+{
+	/* checked against the layout's end: the shift cannot wrap */
+	PG_RETURN_INT64(timestamp_ms(PG_GETARG_TIMESTAMPTZ(0)) <<
+					(snowflake_node_bits + snowflake_sequence_bits));
+}
+
+/*
+ * The largest id of the timestamp's millisecond, so that
+ * "id <= flake_upper_bound(t)" selects ids issued at or before t.
+ */
+Datum
+flake_upper_bound(PG_FUNCTION_ARGS)
+{
+	int			low_bits = snowflake_node_bits + snowflake_sequence_bits;
+
+	PG_RETURN_INT64((timestamp_ms(PG_GETARG_TIMESTAMPTZ(0)) << low_bits) |
+					((INT64CONST(1) << low_bits) - 1));
+}
+
+/*
+ * The horizon: an id below which every flake_next() id that will ever
+ * commit on this server is visible to a new snapshot already.  Every node
+ * this server generates on is raised to the clock's millisecond first, so
+ * that ids taken from now on lie above it; a transaction that took ids
+ * before holds the horizon at or below them (horizon.c).
+ */
+Datum
+flake_horizon(PG_FUNCTION_ARGS)
+{
+	int64		now;
+	int64		held;
+	int64		horizon;
+
+	flake_horizon_refuse_in_recovery("flake_horizon()");
+	now = Min(flake_clock_unix_ms() - snowflake_epoch_unix_ms,
+			  snowflake_max_timestamp() + 1);
+	if (now > 0)
+	{
+		uint64		floor = ((uint64) now << snowflake_sequence_bits) - 1;
+
+		for (int i = 0; i < (1 << snowflake_node_bits); i++)
+			if (nodes[i].node.id >= 0)
+				flake_raise_last(&nodes[i].node.last, floor);
+	}
+	pg_memory_barrier();
+	held = flake_horizon_held(FLAKE_HORIZON_SNOWFLAKE);
+	horizon = Max(Min(now, held - snowflake_epoch_unix_ms), 0);
+	if (horizon > snowflake_max_timestamp())
+		PG_RETURN_INT64(PG_INT64_MAX);
+	PG_RETURN_INT64(horizon << (snowflake_node_bits + snowflake_sequence_bits));
 }

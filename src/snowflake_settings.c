@@ -3,7 +3,7 @@
  * snowflake_settings.c
  *	  The settings of flake_next(): its layout and the nodes it may use.
  *
- * The layout (epoch, node and sequence bits) and the nodes this server may
+ * The layout (epoch, node, sequence and id bits) and the nodes this server may
  * lease are fixed at server start: changing them under running generators
  * could reissue ids.  flake.max_borrow only bounds how far ids run ahead of
  * the clock (ulidflake_next()'s too), so it can change on reload.  Invalid values stop the server
@@ -24,6 +24,7 @@ char	   *snowflake_epoch_string = NULL;
 int64		snowflake_epoch_unix_ms = INT64CONST(1420070400000);	/* 2015-01-01 */
 int			snowflake_node_bits = 10;
 int			snowflake_sequence_bits = 12;
+int			snowflake_id_bits = 63;
 char	   *snowflake_nodes_string = NULL;
 char	   *snowflake_rekey_nodes_string = NULL;
 int			snowflake_max_borrow_ms = 1000;
@@ -33,6 +34,7 @@ int			snowflake_max_borrow_ms = 1000;
 
 #define MIN_SEQUENCE_BITS	1
 #define MAX_SEQUENCE_BITS	(63 - MIN_TIMESTAMP_BITS)
+#define MIN_ID_BITS			(MIN_TIMESTAMP_BITS + MIN_SEQUENCE_BITS)
 #define MAX_BORROW_MS		(3600 * 1000)
 
 static bool
@@ -173,6 +175,8 @@ read_postmaster_settings(void)
 		snowflake_node_bits = bits;
 	if (flake_strict_int("flake.sequence_bits", MIN_SEQUENCE_BITS, MAX_SEQUENCE_BITS, 0, &bits))
 		snowflake_sequence_bits = bits;
+	if (flake_strict_int("flake.id_bits", MIN_ID_BITS, 63, 0, &bits))
+		snowflake_id_bits = bits;
 	copy = pstrdup((value = GetConfigOption("flake.nodes", true, false)) ? value : "");
 	if (check_nodes(&copy, NULL, PGC_S_FILE))
 		snowflake_nodes_string = copy;
@@ -208,6 +212,12 @@ snowflake_define_settings(void)
 						 &snowflake_sequence_bits,
 						 12, MIN_SEQUENCE_BITS, MAX_SEQUENCE_BITS,
 						 PGC_POSTMASTER, 0);
+		flake_define_int("flake.id_bits",
+						 "Bits of a flake_next() id: every id is below 2^flake.id_bits.",
+						 "63 takes the whole non-negative bigint; 53 keeps ids exact as JavaScript numbers.",
+						 &snowflake_id_bits,
+						 63, MIN_ID_BITS, 63,
+						 PGC_POSTMASTER, 0);
 		DefineCustomStringVariable("flake.nodes",
 								   "Nodes this server may lease to flake_next(), such as 0-511 or 3,8-15.",
 								   "Empty means the whole node space. Servers that share keys need disjoint sets.",
@@ -241,12 +251,12 @@ void
 snowflake_check_settings(void)
 {
 	check_rekey_nodes_apart();
-	if (63 - snowflake_node_bits - snowflake_sequence_bits < MIN_TIMESTAMP_BITS)
+	if (snowflake_timestamp_bits() < MIN_TIMESTAMP_BITS)
 		ereport(flake_settings_elevel(),
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("flake.node_bits (%d) and flake.sequence_bits (%d) leave %d timestamp bits",
+				 errmsg("flake.node_bits (%d) and flake.sequence_bits (%d) leave %d timestamp bits of flake.id_bits (%d)",
 						snowflake_node_bits, snowflake_sequence_bits,
-						63 - snowflake_node_bits - snowflake_sequence_bits),
+						snowflake_timestamp_bits(), snowflake_id_bits),
 				 errdetail("A flake_next() id needs at least %d bits of timestamp (about 24 days of milliseconds); node and sequence bits may add up to at most %d.",
-						   MIN_TIMESTAMP_BITS, MAX_SEQUENCE_BITS)));
+						   MIN_TIMESTAMP_BITS, snowflake_id_bits - MIN_TIMESTAMP_BITS)));
 }

@@ -2,7 +2,8 @@
  *
  * snowflake_settings.h
  *	  The layout and nodes of flake_next() ids: flake.epoch, flake.node_bits,
- *	  flake.sequence_bits, flake.nodes, flake.rekey_nodes, flake.max_borrow.
+ *	  flake.sequence_bits, flake.id_bits, flake.nodes, flake.rekey_nodes,
+ *	  flake.max_borrow.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +20,7 @@ extern char *snowflake_epoch_string;
 extern int64 snowflake_epoch_unix_ms;
 extern int	snowflake_node_bits;
 extern int	snowflake_sequence_bits;
+extern int	snowflake_id_bits;
 extern char *snowflake_nodes_string;
 extern char *snowflake_rekey_nodes_string;
 extern int	snowflake_max_borrow_ms;
@@ -27,15 +29,26 @@ extern void snowflake_check_settings(void);
 extern bool snowflake_is_rekey_node(int node);
 
 /*
+ * The bits of milliseconds since flake.epoch in a flake_next() id:
+ * flake.id_bits (63, or 53 for ids JavaScript holds exactly) less the node
+ * and sequence bits.
+ */
+static inline int
+snowflake_timestamp_bits(void)
+{
+	return snowflake_id_bits - snowflake_node_bits - snowflake_sequence_bits;
+}
+
+/*
  * The largest timestamp a flake_next() id holds, in milliseconds since
- * flake.epoch: 63 bits less the node and sequence bits.  Timestamps are
+ * flake.epoch, so that every id is below 2^flake.id_bits.  Timestamps are
  * compared with it before they are shifted into place, since a wider one
- * would wrap.
+ * would leave the layout.
  */
 static inline int64
 snowflake_max_timestamp(void)
 {
-	return (INT64CONST(1) << (63 - snowflake_node_bits - snowflake_sequence_bits)) - 1;
+	return (INT64CONST(1) << snowflake_timestamp_bits()) - 1;
 }
 
 #endif							/* FLAKE_SNOWFLAKE_SETTINGS_H */

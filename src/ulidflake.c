@@ -23,6 +23,7 @@
 #include "citus.h"
 #include "clock.h"
 #include "compat.h"
+#include "horizon.h"
 #include "random.h"
 #include "hwm.h"
 #include "shmem.h"
@@ -60,6 +61,8 @@ PG_FUNCTION_INFO_V1(ulidflake_timestamp);
 PG_FUNCTION_INFO_V1(ulidflake_entropy);
 PG_FUNCTION_INFO_V1(ulidflake_sid);
 PG_FUNCTION_INFO_V1(ulidflake_from_timestamp);
+PG_FUNCTION_INFO_V1(ulidflake_horizon);
+PG_FUNCTION_INFO_V1(ulidflake_upper_bound);
 
 Datum
 ulidflake_in(PG_FUNCTION_ARGS)
@@ -260,6 +263,10 @@ ulidflake_generate(int sid, const char *generator)
 	while (step == 0);
 
 	last = pg_atomic_read_u64(ulidflake_last);
+	/* every value below is at or above last's millisecond */
+	if (ulidflake_shared != NULL)
+		flake_horizon_hold(FLAKE_HORIZON_ULIDFLAKE,
+						   (int64) (last >> ULIDFLAKE_ENTROPY_BITS) + ULIDFLAKE_EPOCH_UNIX_MS);
 	for (;;)
 	{
 		int64		now_ms = flake_clock_unix_ms() - ULIDFLAKE_EPOCH_UNIX_MS;
@@ -366,20 +373,14 @@ ulidflake_sid(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32((int32) (value & ULIDFLAKE_MAX_SID));
 }
 
-/*
- * The smallest ulidflake of the timestamp's millisecond, so that
- * "id >= ulidflake_from_timestamp(t)" selects ids issued at or after t.
- */
-Datum
-ulidflake_from_timestamp(PG_FUNCTION_ARGS)
+/* The timestamp's millisecond of ulidflake time, refused outside it. */
+static int64
+timestamp_ms(TimestampTz ts)
 {
-	TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
-	int64		ms;
+	int64		ms = 0;
 
 	if (!TIMESTAMP_NOT_FINITE(ts))
-	{
 		ms = flake_timestamptz_to_unix_ms(ts) - ULIDFLAKE_EPOCH_UNIX_MS;
-	}
 	if (TIMESTAMP_NOT_FINITE(ts) ||
 		ms < 0 || ms >= (INT64CONST(1) << ULIDFLAKE_TIME_BITS))
 		ereport(ERROR,
@@ -387,5 +388,53 @@ ulidflake_from_timestamp(PG_FUNCTION_ARGS)
 				 errmsg("timestamp \"%s\" is out of range for type ulidflake",
 						timestamptz_to_str(ts)),
 				 errhint("ulidflake timestamps run from 2024-01-01 00:00:00+00 to " ULIDFLAKE_END_TEXT ".")));
-	PG_RETURN_INT64(ms << ULIDFLAKE_ENTROPY_BITS);
+	return ms;
+}
+
+/*
+ * The smallest ulidflake of the timestamp's millisecond, so that
+ * "id >= ulidflake_from_timestamp(t)" selects ids issued at or after t.
+ */
+Datum
+ulidflake_from_timestamp(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(timestamp_ms(PG_GETARG_TIMESTAMPTZ(0)) << ULIDFLAKE_ENTROPY_BITS);
+}
+
+/*
+ * The largest ulidflake of the timestamp's millisecond, so that
+ * "id <= ulidflake_upper_bound(t)" selects ids issued at or before t.
+ */
+Datum
+ulidflake_upper_bound(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64((timestamp_ms(PG_GETARG_TIMESTAMPTZ(0)) << ULIDFLAKE_ENTROPY_BITS) |
+					ULIDFLAKE_MAX_ENTROPY);
+}
+
+/*
+ * The horizon of ulidflake_next(), as flake_horizon() (snowflake.c): the
+ * last value is raised to the end of the clock's previous millisecond, so
+ * that the next value starts the clock's millisecond from random entropy
+ * as it would have.
+ */
+Datum
+ulidflake_horizon(PG_FUNCTION_ARGS)
+{
+	int64		now;
+	int64		held;
+	int64		horizon;
+
+	flake_horizon_refuse_in_recovery("ulidflake_horizon()");
+	now = Min(flake_clock_unix_ms() - ULIDFLAKE_EPOCH_UNIX_MS,
+			  INT64CONST(1) << ULIDFLAKE_TIME_BITS);
+	if (now > 0)
+		flake_raise_last(&ulidflake_shared->last,
+						 ((uint64) now << ULIDFLAKE_ENTROPY_BITS) - 1);
+	pg_memory_barrier();
+	held = flake_horizon_held(FLAKE_HORIZON_ULIDFLAKE);
+	horizon = Max(Min(now, held - ULIDFLAKE_EPOCH_UNIX_MS), 0);
+	if (horizon >= (INT64CONST(1) << ULIDFLAKE_TIME_BITS))
+		PG_RETURN_INT64(PG_INT64_MAX);
+	PG_RETURN_INT64(horizon << ULIDFLAKE_ENTROPY_BITS);
 }

@@ -80,3 +80,48 @@ REVOKE EXECUTE ON FUNCTION flake_take_over_ids() FROM PUBLIC;
 COMMENT ON FUNCTION flake_take_over_ids() IS
 	'take over the servers flake_origin names from the ids this database holds, '
 	'with no access to them: after restoring a dump of a running server';
+
+-- new in 1.4: the horizon
+-- The horizon (docs/consumers.md): below it, every id that will ever
+-- commit is visible to a new snapshot already.
+CREATE FUNCTION flake_horizon() RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION flake_horizon() IS
+	'an id below which every flake_next() id that will commit is visible already';
+CREATE FUNCTION ulidflake_horizon() RETURNS ulidflake
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ulidflake_horizon() IS
+	'a value below which every ulidflake_next() value that will commit is visible already';
+CREATE FUNCTION flake_horizon_info(OUT generator text, OUT pid integer,
+								   OUT transaction xid, OUT since timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_horizon_info() IS
+	'transactions that hold a horizon: the rows of the flake_horizon_holders view';
+CREATE VIEW flake_horizon_holders AS
+	SELECT h.generator, h.pid, h.transaction, p.gid, h.since
+	  FROM flake_horizon_info() h
+	  LEFT JOIN pg_catalog.pg_prepared_xacts p ON p.transaction = h.transaction;
+COMMENT ON VIEW flake_horizon_holders IS
+	'open and prepared transactions that hold a horizon, and from when';
+COMMENT ON COLUMN flake_horizon_holders.generator IS
+	'the family: flake_next or ulidflake_next';
+COMMENT ON COLUMN flake_horizon_holders.pid IS
+	'the backend of an open transaction (see pg_stat_activity); NULL for a prepared one';
+COMMENT ON COLUMN flake_horizon_holders.transaction IS
+	'the transaction id of a prepared transaction; NULL for an open one';
+COMMENT ON COLUMN flake_horizon_holders.gid IS 'the prepared transaction''s identifier';
+COMMENT ON COLUMN flake_horizon_holders.since IS
+	'the horizon stays at or below this time until the transaction ends';
+REVOKE EXECUTE ON FUNCTION flake_horizon_info() FROM PUBLIC;
+
+-- new in 1.4: the upper bounds of a millisecond
+CREATE FUNCTION ulidflake_upper_bound(timestamptz) RETURNS ulidflake
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ulidflake_upper_bound(timestamptz) IS
+	'the largest ulidflake of a millisecond, for range predicates';
+-- STABLE as the decoders: the layout is the server's (docs/partitioning.md)
+CREATE FUNCTION flake_upper_bound(timestamptz) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION flake_upper_bound(timestamptz) IS
+	'the largest Snowflake id of a millisecond, for range predicates';

@@ -40,6 +40,13 @@ SELECT flake_from_timestamp('2084-09-06 15:47:35.551+00'),
 SELECT flake_from_timestamp('2084-09-06 15:47:35.552+00');
 SELECT flake_from_timestamp('2014-12-31 23:59:59.999+00');
 SELECT flake_from_timestamp('infinity');
+-- flake_upper_bound: the largest id of the millisecond, the next one's
+-- smallest less one, up to the layout's end; out of range as above
+SELECT flake_upper_bound('2016-04-30 11:18:25.796+00') >= 175928847299117063 AS covers,
+       flake_upper_bound('2016-04-30 11:18:25.796+00') + 1 = flake_from_timestamp('2016-04-30 11:18:25.797+00') AS adjacent;
+SELECT flake_upper_bound('2084-09-06 15:47:35.551+00');
+SELECT flake_upper_bound('2084-09-06 15:47:35.552+00');
+SELECT flake_upper_bound('2014-12-31 23:59:59.999+00');
 
 -- generation on the leased node
 SELECT flake_node() IS NULL AS no_lease_yet;

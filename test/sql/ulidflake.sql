@@ -80,6 +80,11 @@ SELECT ulidflake_from_timestamp('2302-09-27 15:10:22.208+00');
 SELECT ulidflake_from_timestamp('2023-12-31 23:59:59.999+00');
 SELECT ulidflake_from_timestamp('infinity');
 SELECT ulidflake_from_timestamp('-infinity');
+-- ulidflake_upper_bound: the largest value of the millisecond
+SELECT ulidflake_upper_bound('2024-01-01 00:00:00.0019+00')::bigint + 1 =
+       ulidflake_from_timestamp('2024-01-01 00:00:00.002+00')::bigint AS adjacent;
+SELECT ulidflake_upper_bound('2302-09-27 15:10:22.207+00')::bigint AS last;
+SELECT ulidflake_upper_bound('2302-09-27 15:10:22.208+00');
 
 -- ordering by value equals ordering by text
 WITH v AS (SELECT b32::ulidflake AS u FROM vec

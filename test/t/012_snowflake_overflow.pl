@@ -58,7 +58,7 @@ fails_with("SELECT flake_from_timestamp('2020-01-25 20:31:24.001+00')",
 	'and refuses the next one');
 $clock->set('2020-01-25 20:31:25');
 fails_with('SELECT flake_next()',
-	qr/ERROR:  22003: flake_next\(\) timestamp overflow\nDETAIL:  With flake.node_bits = 0 and flake.sequence_bits = 32, ids hold 31 bits of milliseconds since flake.epoch, which ran out at 2020-01-25 20:31:24\+00/,
+	qr/ERROR:  22003: flake_next\(\) timestamp overflow\nDETAIL:  With flake.id_bits = 63, flake.node_bits = 0 and flake.sequence_bits = 32, ids hold 31 bits of milliseconds since flake.epoch, which ran out at 2020-01-25 20:31:24\+00/,
 	'a clock past the end overflows');
 fails_with('SELECT flake_next(0)', qr/ERROR:  22003: flake_next\(\) timestamp overflow/, 'on explicit nodes too');
 
