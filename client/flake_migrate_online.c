@@ -4,8 +4,8 @@
  *	  Migrate a serial or identity key to flake ids while the application
  *	  keeps reading and writing the tables.
  *
- * The extension plans (flake_migrate_online_plan() in
- * sql/parts/migrate_online.sql: the steps left to do, made again from the
+ * The extension plans (flake_internal.online_plan() in
+ * sql/parts/online/: the steps left to do, made again from the
  * catalogs at every run); this program runs the steps, which a function
  * cannot, since the copy commits in batches and each step is a transaction
  * of its own, which only the top level of a session can do.  Every step

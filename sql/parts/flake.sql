@@ -356,7 +356,7 @@ COMMENT ON FUNCTION flake_guard() IS
 
 ------------------------------------------------------------------------
 -- flake_internal: the helpers of flake_migrate() and of the online
--- migration (sql/parts/migrate.sql, migrate_online.sql), which users do
+-- migration (sql/parts/migrate/, sql/parts/online/), which users do
 -- not call: out of the extension's schema, so that \df flake* lists what
 -- users call.  The owners' sessions call them (flake_migrate() is SECURITY
 -- INVOKER), hence USAGE for PUBLIC (granted in privileges.sql); CREATE is
@@ -375,7 +375,7 @@ COMMENT ON SCHEMA flake_internal IS
 -- a subscription's workers write into it are skipped (the table describes
 -- the database it is in, and is carried by pg_dump and pg_upgrade as
 -- before), and the whole row is its replica identity, so that deleting the
--- row of a server (see the README) works where a publication publishes
+-- row of a server (see docs/upgrading.md) works where a publication publishes
 -- deletes.  An upgrade replaces the function, never drops it: the trigger
 -- uses it.
 CREATE FUNCTION flake_internal.origin_local() RETURNS trigger

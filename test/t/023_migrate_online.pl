@@ -1,4 +1,4 @@
-# The online migration (flake_migrate_online, sql/parts/migrate_online.sql):
+# The online migration (flake_migrate_online, sql/parts/online/):
 # a serial key with a child in another schema (a plain and a composite
 # foreign key) and an also => column, migrated while pgbench writes from
 # three clients, then every row compared with a mirror the clients wrote
