@@ -27,13 +27,10 @@
 
 struct FlakeNodeSpace;
 
-/* flake.randflake_nodes */
-extern char *randflake_nodes_string;
-
 extern void randflake_define_settings(void);
 extern void randflake_add_shmem(void);
 extern bool randflake_node_space(struct FlakeNodeSpace *space);
 extern int32_t randflake_node_of(int64_t id);
-extern bool randflake_citus_nodes(int *first, int *count);
+extern bool randflake_own_node(int64_t node, const char **own);
 
 #endif							/* FLAKE_RANDFLAKE_H */

@@ -14,6 +14,6 @@
 extern void snowflake_add_shmem(void);
 extern bool snowflake_node_space(FlakeNodeSpace *space);
 extern int32 snowflake_node_of(int64 id);
-extern bool snowflake_citus_nodes(int *first, int *count);
+extern bool snowflake_own_node(int64 node, const char **own);
 
 #endif							/* FLAKE_SNOWFLAKE_H */
