@@ -9,9 +9,10 @@
  * brought to a new server that way holds ids the new server knows nothing
  * of, and with its clock behind it would issue them again.  What those
  * tools do carry is the database's relations, and each database with
- * flake keeps the extension's table flake_origin: the system identifiers
- * of the servers it was created on (its install writes the one it runs
- * on; pg_dump dumps the rows, pg_upgrade keeps the table's file).
+ * flake keeps the extension's table flake_internal.flake_origin: the
+ * system identifiers of the servers it was created on (its install writes
+ * the one it runs on; pg_dump dumps the rows, pg_upgrade keeps the
+ * table's file).
  *
  * flake.hwm names the server that wrote it and the servers whose marks it
  * took over: through flake_take_over() from their data directory, or from
@@ -32,8 +33,12 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xlog.h"
+#include "catalog/dependency.h"
 #include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -41,6 +46,7 @@
 #include "hwm.h"
 #include "origin.h"
 
+#define FLAKE_ORIGIN_SCHEMA "flake_internal"
 #define FLAKE_ORIGIN_TABLE "flake_origin"
 
 /* The schema of the extension flake in this database, or InvalidOid. */
@@ -66,6 +72,36 @@ flake_extension_schema(void)
 }
 
 /*
+ * The relation of the extension's table flake_origin, or InvalidOid: in
+ * flake_internal from version 1.4, in the extension's schema at 1.2 and
+ * 1.3 (a database not updated yet), none before.  Only a member of the
+ * extension counts: a table of that name another role made is not flake's.
+ */
+static Oid
+flake_origin_relid(void)
+{
+	Oid			extension = get_extension_oid("flake", true);
+	Oid			schemas[2];
+
+	if (!OidIsValid(extension))
+		return InvalidOid;
+	schemas[0] = get_namespace_oid(FLAKE_ORIGIN_SCHEMA, true);
+	schemas[1] = flake_extension_schema();
+	for (int i = 0; i < (int) lengthof(schemas); i++)
+	{
+		Oid			relid;
+
+		if (!OidIsValid(schemas[i]))
+			continue;
+		relid = get_relname_relid(FLAKE_ORIGIN_TABLE, schemas[i]);
+		if (OidIsValid(relid) &&
+			getExtensionOfObject(RelationRelationId, relid) == extension)
+			return relid;
+	}
+	return InvalidOid;
+}
+
+/*
  * Refuse to go on when this database's flake_origin names a server that
  * is neither this one nor one whose marks flake.hwm holds.  Without the
  * table (the extension at a version before 1.2, or not installed in this
@@ -74,8 +110,7 @@ flake_extension_schema(void)
 void
 flake_origin_check(void)
 {
-	Oid			schema = flake_extension_schema();
-	Oid			relid;
+	Oid			relid = flake_origin_relid();
 	Relation	rel;
 	SysScanDesc scan;
 	HeapTuple	tuple;
@@ -83,9 +118,6 @@ flake_origin_check(void)
 	uint64		own = GetSystemIdentifier();
 	uint64		missing = 0;
 
-	if (!OidIsValid(schema))
-		return;
-	relid = get_relname_relid(FLAKE_ORIGIN_TABLE, schema);
 	if (!OidIsValid(relid))
 		return;
 	flake_hwm_servers(&servers);

@@ -8,7 +8,7 @@ install, installcheck and clean:
 
 Try and test
   demo                build, install and show flake on a throwaway cluster
-  test                build, install and run every suite: "N passed, N failed"
+  test                build, install and run every suite: "N passed, N failed, N skipped"
   prove_installcheck  the TAP tests, on servers of their own (also: check-tap)
   check-citus         the Citus test: a coordinator and two workers
   matrix              make test on every major, in Debian chroots (PG_MAJORS="17 18")

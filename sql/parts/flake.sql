@@ -326,24 +326,6 @@ COMMENT ON COLUMN flake_leases.holders IS 'the number of backends that share the
 -- (granted in privileges.sql)
 REVOKE EXECUTE ON FUNCTION flake_lease_info() FROM PUBLIC;
 
--- The servers (system identifiers) this database was created on: pg_dump
--- dumps the rows and pg_upgrade keeps the table, so a database carried to
--- another server names the server whose flake.hwm and flake.rekeys (which
--- stay in its data directory) hold the state of the ids in it; flake
--- refuses to generate until the new server has taken them over.  Every
--- role reads it (granted in privileges.sql): pg_dump reads the rows of
--- every role that may dump the database, and they are system identifiers,
--- which pg_control_system() shows every role.  Only the extension's owner
--- writes it.
-CREATE TABLE flake_origin (system_identifier bigint NOT NULL);
-COMMENT ON TABLE flake_origin IS
-	'the servers (system identifiers) whose ids this database may hold: '
-	'flake generates only where flake.hwm covers them all';
-COMMENT ON COLUMN flake_origin.system_identifier IS
-	'the system identifier of a server (pg_control_system()) whose ids this database may hold';
-INSERT INTO flake_origin SELECT system_identifier FROM pg_control_system();
-SELECT pg_catalog.pg_extension_config_dump('flake_origin', '');
-
 -- a trigger for replicated tables: refuse rows whose ids were made on this
 -- server's own nodes (their origin's node range overlaps this server's)
 CREATE FUNCTION flake_guard() RETURNS trigger
@@ -357,17 +339,40 @@ COMMENT ON FUNCTION flake_guard() IS
 ------------------------------------------------------------------------
 -- flake_internal: the helpers of flake_migrate() and of the online
 -- migration (sql/parts/migrate/, sql/parts/online/), which users do
--- not call: out of the extension's schema, so that \df flake* lists what
--- users call.  The owners' sessions call them (flake_migrate() is SECURITY
--- INVOKER), hence USAGE for PUBLIC (granted in privileges.sql); CREATE is
--- the extension owner's alone.
+-- not call, and the table flake_origin: out of the extension's schema, so
+-- that \df flake* lists what users call and applications' schema tools
+-- see no table of flake's.  The owners' sessions call the helpers
+-- (flake_migrate() is SECURITY INVOKER), hence USAGE for PUBLIC (granted
+-- in privileges.sql); CREATE is the extension owner's alone.
 ------------------------------------------------------------------------
 
 CREATE SCHEMA flake_internal;
 COMMENT ON SCHEMA flake_internal IS
-	'internal helpers of flake_migrate() and the online migration; not for direct use';
+	'internal helpers of flake_migrate() and the online migration, and flake_origin; not for direct use';
+
+-- The servers (system identifiers) this database was created on: pg_dump
+-- dumps the rows and pg_upgrade keeps the table, so a database carried to
+-- another server names the server whose flake.hwm and flake.rekeys (which
+-- stay in its data directory) hold the state of the ids in it; flake
+-- refuses to generate until the new server has taken them over.  Every
+-- role reads it (granted in privileges.sql): pg_dump reads the rows of
+-- every role that may dump the database, and they are system identifiers,
+-- which pg_control_system() shows every role.  Only the extension's owner
+-- writes it.  It is in flake_internal, not in the extension's schema
+-- (public by default), so that the schema dumps and introspection of
+-- applications' tools (Rails' schema.rb, Django's inspectdb, ...) do not
+-- take it for one of the application's tables.
+CREATE TABLE flake_internal.flake_origin (system_identifier bigint NOT NULL);
+COMMENT ON TABLE flake_internal.flake_origin IS
+	'the servers (system identifiers) whose ids this database may hold: '
+	'flake generates only where flake.hwm covers them all';
+COMMENT ON COLUMN flake_internal.flake_origin.system_identifier IS
+	'the system identifier of a server (pg_control_system()) whose ids this database may hold';
+INSERT INTO flake_internal.flake_origin SELECT system_identifier FROM pg_control_system();
+SELECT pg_catalog.pg_extension_config_dump('flake_internal.flake_origin', '');
+
 -- flake_origin under logical replication.  It is a table of the database,
--- so a publication of all tables (or of the extension's schema) publishes
+-- so a publication of all tables (or of the schema flake_internal) publishes
 -- it, and a subscriber's initial copy and apply would add the publisher's
 -- server to the subscriber's flake_origin: that server's ids are the
 -- publisher's to guard (its nodes are its own), yet the subscriber would
@@ -395,6 +400,6 @@ $$;
 COMMENT ON FUNCTION flake_internal.origin_local() IS
 	'trigger of flake_origin: skip the rows a subscription''s workers write, '
 	'which are another server''s';
-CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_origin
+CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_internal.flake_origin
 	FOR EACH ROW EXECUTE FUNCTION flake_internal.origin_local();
-ALTER TABLE flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;
+ALTER TABLE flake_internal.flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;

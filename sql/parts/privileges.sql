@@ -75,6 +75,6 @@ END
 $$;
 
 GRANT USAGE ON SCHEMA flake_internal TO PUBLIC;
-GRANT SELECT ON flake_origin TO PUBLIC;
+GRANT SELECT ON flake_internal.flake_origin TO PUBLIC;
 GRANT EXECUTE ON FUNCTION flake_lease_info() TO pg_monitor;
 GRANT SELECT ON flake_leases TO pg_monitor;

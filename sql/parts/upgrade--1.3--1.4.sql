@@ -35,3 +35,12 @@ END
 $$;
 DROP TYPE flake_internal.migrate_step;
 DROP TYPE flake_internal.migrate_column;
+
+-- flake_origin moves to flake_internal, out of the schema applications'
+-- tools dump and introspect (Rails' schema.rb took it for a table of the
+-- application, and db:schema:load then failed dropping it).  Its rows,
+-- trigger, privileges and its place among the tables pg_dump dumps the
+-- rows of (pg_extension.extconfig, by oid) go with it.
+ALTER TABLE @extschema@.flake_origin SET SCHEMA flake_internal;
+COMMENT ON SCHEMA flake_internal IS
+	'internal helpers of flake_migrate() and the online migration, and flake_origin; not for direct use';

@@ -28,6 +28,15 @@ SELECT t.oid::regtype AS internal_type
 FROM pg_type t
 WHERE t.typnamespace = 'flake_internal'::regnamespace AND t.typtype = 'c'
 ORDER BY 1::text;
+-- the relations of the extension: the view users read in its schema, the
+-- table flake_origin in flake_internal, out of the way of applications'
+-- schema dumps (Rails' schema.rb) and introspection
+SELECT c.oid::regclass AS relation, c.relkind
+FROM pg_depend d
+JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
+WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+  AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'flake')
+ORDER BY 1::text;
 
 -- the schema: a member of the extension, USAGE for every role, CREATE for
 -- its owner alone

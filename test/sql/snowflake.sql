@@ -74,12 +74,12 @@ FROM flake_leases WHERE node = flake_node() AND generator = 'flake_next';
 -- reads it (pg_dump by a database's owner does), none but the extension's
 -- owner writes it; the functions revoked from PUBLIC refuse a plain role
 SET ROLE regress_flake_nobody;
-SELECT count(*) > 0 AS origin_readable FROM flake_origin;
+SELECT count(*) > 0 AS origin_readable FROM flake_internal.flake_origin;
 SELECT q, sqlstate_of_query(q) FROM (VALUES
-	('INSERT INTO flake_origin VALUES (1)'),
-	('UPDATE flake_origin SET system_identifier = 1'),
-	('DELETE FROM flake_origin'),
-	('TRUNCATE flake_origin'),
+	('INSERT INTO flake_internal.flake_origin VALUES (1)'),
+	('UPDATE flake_internal.flake_origin SET system_identifier = 1'),
+	('DELETE FROM flake_internal.flake_origin'),
+	('TRUNCATE flake_internal.flake_origin'),
 	('SELECT count(*) FROM flake_citus_check()'),
 	($$SELECT flake_rekey_claim('pg_class', 'relname')$$),
 	('SELECT randflake_decode(1)'),
@@ -88,7 +88,8 @@ RESET ROLE;
 DROP ROLE regress_flake_watcher, regress_flake_nobody;
 
 -- A hostile session changes nothing flake reads: look-alikes of
--- flake_origin (naming a server this one is not) and of Citus's catalog
+-- flake_origin (naming a server this one is not: a temporary table, and
+-- one in the extension's schema, where 1.3 kept it) and of Citus's catalog
 -- (a group) first in search_path, a serializable read-only transaction, a
 -- statement_timeout, session_replication_role = replica.  A new backend,
 -- whose first ids check the origin and the Citus group: every generator
@@ -96,6 +97,8 @@ DROP ROLE regress_flake_watcher, regress_flake_nobody;
 \c
 CREATE TEMPORARY TABLE flake_origin (system_identifier bigint);
 INSERT INTO flake_origin VALUES (42);
+CREATE TABLE public.flake_origin (system_identifier bigint);
+INSERT INTO public.flake_origin VALUES (42);
 CREATE TEMPORARY TABLE pg_dist_local_group (groupid integer);
 INSERT INTO pg_dist_local_group VALUES (5);
 CREATE TEMPORARY TABLE pg_dist_node (nodeid integer);
@@ -109,6 +112,7 @@ SELECT flake_node(flake_next()) BETWEEN 0 AND 1015 AS flake_next,
 	   (randflake_decode(randflake_next())).node BETWEEN 0 AND 131071 AS randflake_next,
 	   (SELECT count(DISTINCT ulidflake_sid(ulidflake_next())) > 1 FROM generate_series(1, 100)) AS ulidflake_next;
 \c
+DROP TABLE public.flake_origin;
 
 -- explicit nodes: any node of flake.nodes, increasing per node
 CREATE TABLE explicit_ids AS

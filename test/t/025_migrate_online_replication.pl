@@ -177,12 +177,12 @@ is( $sub->safe_psql('allt', q{SELECT count(*) FROM wide WHERE id > 4294967296}),
 
 # flake_origin is published by it: the subscriber keeps only its own
 # server and generates; a row written on the publisher stays there
-my $own = q{SELECT string_agg(o.system_identifier::text, ',') = (SELECT system_identifier::text FROM pg_control_system()) FROM flake_origin o};
+my $own = q{SELECT string_agg(o.system_identifier::text, ',') = (SELECT system_identifier::text FROM pg_control_system()) FROM flake_internal.flake_origin o};
 is($sub->safe_psql('allt', $own), 't', 'the subscriber\'s flake_origin names only itself');
 ($rc, $out, $err) = $sub->psql('allt', 'SELECT flake_next() > 0');
 is($out, 't', 'and it generates') or diag($err);
-$pub->safe_psql('allt', q{INSERT INTO flake_origin VALUES (12345); INSERT INTO unrelated (v) VALUES (0)});
-($rc, $out, $err) = $pub->psql('allt', 'DELETE FROM flake_origin WHERE system_identifier = 12345');
+$pub->safe_psql('allt', q{INSERT INTO flake_internal.flake_origin VALUES (12345); INSERT INTO unrelated (v) VALUES (0)});
+($rc, $out, $err) = $pub->psql('allt', 'DELETE FROM flake_internal.flake_origin WHERE system_identifier = 12345');
 is($rc, 0, 'deleting a row of flake_origin works on the publisher') or diag($err);
 $pub->safe_psql('allt', 'INSERT INTO unrelated (v) VALUES (0)');
 ok($sub->poll_query_until('allt', 'SELECT count(*) = 102 FROM unrelated'), 'the rows arrive');

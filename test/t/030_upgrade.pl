@@ -113,7 +113,7 @@ foreach my $version (@released)
 # has none of those either.
 my $beyond_public = q{
 	SELECT concat_ws(', ',
-		CASE WHEN has_table_privilege('app', 'flake_origin', 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+		CASE WHEN has_table_privilege('app', 'flake_internal.flake_origin', 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
 			 THEN 'writes flake_origin' END,
 		CASE WHEN has_table_privilege('app', 'flake_leases', 'SELECT') THEN 'reads flake_leases' END,
 		CASE WHEN has_schema_privilege('app', 'flake_internal', 'CREATE') THEN 'creates in flake_internal' END,
@@ -178,6 +178,22 @@ is( $node->safe_psql('unfinished', q{
 		SELECT string_agg(tgname, ' ' ORDER BY tgname) FROM pg_trigger WHERE tgrelid = 'items'::regclass}),
 	"1\nitems__flake_log items__flake_truncate",
 	'the triggers of an online migration left unfinished by 1.2 survive the update and still log');
+
+# A dump of a database at 1.3 names public.flake_origin, which 1.4 moved
+# to flake_internal: restored into a database where CREATE EXTENSION flake
+# VERSION '1.3' ran first (the README's step), then updated, the dumped
+# server is in flake_internal.flake_origin.
+$node->safe_psql('postgres', 'CREATE DATABASE dumped_1_3');
+$node->safe_psql('dumped_1_3', q{CREATE EXTENSION flake VERSION '1.3'; INSERT INTO flake_origin VALUES (12345)});
+my $dump_1_3 = $node->basedir . '/dumped_1_3.sql';
+$node->command_ok([ 'pg_dump', '-f', $dump_1_3, '-d', $node->connstr('dumped_1_3') ], 'pg_dump of a database at 1.3');
+$node->safe_psql('postgres', 'CREATE DATABASE restored_1_3');
+$node->safe_psql('restored_1_3', q{CREATE EXTENSION flake VERSION '1.3'});
+$node->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $dump_1_3, '-d', $node->connstr('restored_1_3') ],
+	'it restores where the extension was created at 1.3 first');
+$node->safe_psql('restored_1_3', 'ALTER EXTENSION flake UPDATE');
+is($node->safe_psql('restored_1_3', 'SELECT count(*) FROM flake_internal.flake_origin WHERE system_identifier = 12345'),
+	'1', 'and, updated, names the dumped server');
 
 $node->stop;
 done_testing();

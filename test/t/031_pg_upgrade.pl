@@ -171,7 +171,7 @@ refused($restored, 'copy', 'after a restore');
 $restored->safe_psql('postgres', 'CREATE ROLE dbowner LOGIN; CREATE DATABASE owned OWNER dbowner');
 $restored->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $restored->connstr('owned'), '-f', $owned_dump ],
 	'the owner\'s dump restored');
-is($restored->safe_psql('owned', "SELECT count(*) FROM flake_origin WHERE system_identifier = $old_system"),
+is($restored->safe_psql('owned', "SELECT count(*) FROM flake_internal.flake_origin WHERE system_identifier = $old_system"),
 	'1', 'the owner\'s dump carries the old server in flake_origin');
 my ($ret, $stdout, $stderr) = $restored->psql('owned', "INSERT INTO things (name) VALUES ('three')");
 like($stderr, qr/ERROR:  this database holds ids of another server/,
@@ -213,7 +213,7 @@ foreach my $writer (map { 7400000000000000000 + $_ } 1 .. 15)
 	print $fh hwm_of($writer);
 	close $fh;
 	$restored->start;
-	$restored->safe_psql('many', "INSERT INTO flake_origin VALUES ($writer)");
+	$restored->safe_psql('many', "INSERT INTO flake_internal.flake_origin VALUES ($writer)");
 	my ($ret, $stdout, $stderr) = $restored->psql('many', 'SELECT flake_next() > 0');
 	push @refused, $writer unless $stdout eq 't';
 }

@@ -192,7 +192,7 @@ ok(!-e $unused->data_dir . "/$_", "the unused server has no $_") for qw(flake.hw
 rename $unused->data_dir . '/global/pg_control', $unused->data_dir . '/global/pg_control.old' or die $!;
 $new->start;
 $new->safe_psql('postgres', "CREATE DATABASE fresh");
-$new->safe_psql('fresh', "CREATE EXTENSION flake; INSERT INTO flake_origin VALUES ($unused_system)");
+$new->safe_psql('fresh', "CREATE EXTENSION flake; INSERT INTO flake_internal.flake_origin VALUES ($unused_system)");
 ($ret, $stdout, $stderr) = $new->psql('fresh', 'SELECT flake_next()');
 like($stderr, qr/this database holds ids of another server/, 'a database of that server is refused');
 is($new->safe_psql('postgres', sprintf(q{

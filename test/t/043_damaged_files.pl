@@ -122,7 +122,7 @@ my @others = (
 	q{SELECT count(*) FROM flake_leases},
 	q{SELECT count(*) FROM ids},
 	q{SELECT flake_decode(1575537222185123840)},
-	q{SELECT count(*) FROM flake_origin},
+	q{SELECT count(*) FROM flake_internal.flake_origin},
 	q{CREATE TEMP TABLE scratch (id bigint DEFAULT flake_next(), v text)});
 
 # the newest time of the ids in the tables, as an operator finds it

@@ -3,7 +3,10 @@
 # models, a book referencing its author (BigAutoField keys, as Django's
 # project template sets DEFAULT_AUTO_FIELD); the application inserts
 # through the ORM and gets flake ids back, increasing, with the foreign key
-# working.  See test/t/FlakeOrm.pm.
+# working.  Then the rest of the loop: makemigrations --check sees no
+# drift, inspectdb nothing of flake's, and Django's test runner a test
+# database with flake ids, which loads a fixture of dumpdata.  See
+# test/t/FlakeOrm.pm.
 #
 # Needs Debian's python3-django and python3-psycopg2 (for /usr/bin/python3;
 # .ci/run installs them); skipped otherwise.
@@ -29,6 +32,14 @@ my $from = -s $node->logfile;
 my $out = orm_run($node, [ $python, "$app/app.py" ]);
 orm_check($node, $out, 'shop_author', 'shop_book');
 is($out->{id_class}, 'int', 'the ids are Python ints');
+ok($out->{no_drift}, 'makemigrations --check: the models and their migrations agree');
+is(join(',', @{ $out->{inspected_tables} // [] }), 'django_migrations,shop_author,shop_book',
+	'inspectdb finds the application\'s tables and none of flake\'s');
+is($out->{test_failures}, 0, 'Django\'s test runner passed (shop/tests.py)');
+my $run = $out->{test_run} // {};
+is($run->{database}, 'test_app', 'on its test database');
+is(join(',', @{ $run->{loaded} // [] }), join(',', sort @{ $out->{authors} }), 'which loaded the fixture dumpdata wrote, ids and all');
+ok(orm_flake_ids($node, 'app', $run->{new_id} // ''), "and gave a new author a flake id above 2^53: $run->{new_id}");
 note("DDL of Django's migrations:\n" . orm_ddl($node, $from));
 
 $node->stop;

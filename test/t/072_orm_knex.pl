@@ -5,9 +5,11 @@
 # precision lost), increasing, with the foreign key working.  See
 # test/t/FlakeOrm.pm.
 #
-# Needs Node and Knex with node-postgres as test/orm/knex/package-lock.json
-# pins them, installed in $FLAKE_ORM_CACHE/knex (/var/cache/flake-orm/knex;
-# .ci/run installs them there with npm ci); skipped otherwise.
+# Then an id looked up by id and through JSON.stringify comes back whole,
+# and Knex finds no migration left to run.
+#
+# Needs Node, and Knex with node-postgres as test/orm/js/package-lock.json
+# pins them (see orm_node_modules in FlakeOrm.pm); skipped otherwise.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -17,11 +19,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 use FlakeOrm;
 
-my $modules = ($ENV{FLAKE_ORM_CACHE} // '/var/cache/flake-orm') . '/knex/node_modules';
-plan skip_all => 'Node is not installed (node is not on PATH)'
-  unless system('node --version >/dev/null 2>&1') == 0;
-plan skip_all => "Knex is not installed in $modules (.ci/run installs it: npm ci with test/orm/knex/package-lock.json there)"
-  unless -e "$modules/knex/package.json" && -e "$modules/pg/package.json";
+my $modules = orm_node_modules(qw(knex pg));
 
 my $node = orm_server('knex');
 my $from = -s $node->logfile;
@@ -29,6 +27,9 @@ my $out = orm_run($node, [ 'node', 'test/orm/knex/app.js' ], NODE_PATH => $modul
 orm_check($node, $out, 'authors', 'books');
 is($out->{id_class}, 'string', 'the ids reach JavaScript as strings');
 ok($out->{increasing_in_js}, 'and compare as increasing BigInts there');
+is($out->{looked_up}, 'Grace', 'a lookup by an id finds its row');
+ok($out->{json_id_whole}, 'whose id comes back whole through JSON.stringify, above 2^53');
+is($out->{pending_migrations}, 0, 'no migration is left to run');
 note("DDL of Knex's migrations:\n" . orm_ddl($node, $from));
 
 $node->stop;

@@ -1,7 +1,7 @@
 # What the ORM tests (07x_orm_*.pl) share: a server where the database
-# "app", owned by the login role "app", has the extension and
-# flake.serial_default = 'flake_next' (ALTER DATABASE, as a DBA sets it),
-# and logs the DDL; the checks of what an ORM's application printed; the
+# "app", owned by the login role "app", has the extension and the role has
+# flake.serial_default = 'flake_next' (as docs/orms.md sets them up), and
+# logs the DDL; the checks of what an ORM's application printed; the
 # DDL the ORM's migrations ran, from the server log.
 #
 # Each application (test/orm/<orm>/) runs its ORM's own migrations, which
@@ -28,19 +28,24 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FlakeTest;
 
-our @EXPORT = qw(orm_server orm_run orm_check orm_ddl);
+our @EXPORT = qw(orm_server orm_run orm_check orm_ddl orm_flake_ids orm_node_modules);
 
-# The started server, with the database app set up for an ORM.
+# The started server, set up as docs/orms.md tells a DBA to: the extension
+# in template1, so that every database made after it has it (the test
+# databases an ORM's test runner makes among them), and the setting on the
+# application's role, so that it reaches those databases too; the role may
+# create databases, as test runners need.  Then the database app, owned by
+# that role.
 sub orm_server
 {
 	my ($name) = @_;
 	my $node = flake_cluster($name, "log_statement = 'ddl'\n");
 	$node->start;
+	$node->safe_psql('template1', 'CREATE EXTENSION flake');
 	$node->safe_psql('postgres', q{
-		CREATE ROLE app LOGIN;
-		CREATE DATABASE app OWNER app;
-		ALTER DATABASE app SET flake.serial_default = 'flake_next'});
-	$node->safe_psql('app', 'CREATE EXTENSION flake');
+		CREATE ROLE app LOGIN CREATEDB;
+		ALTER ROLE app SET flake.serial_default = 'flake_next';
+		CREATE DATABASE app OWNER app});
 	return $node;
 }
 
@@ -92,6 +97,34 @@ sub orm_check
 		"$authors and $books are keyed by flake_next(), with no sequence, and $books references $authors");
 	is( $node->safe_psql('app', qq{SELECT count(*) FROM $authors JOIN $books b ON b.author_id = $authors.id}),
 		'3', 'the rows are in the tables');
+}
+
+# The node_modules of the Node ORMs' tests: test/orm/js/package.json's
+# packages, which .ci/run installs with npm ci in $FLAKE_ORM_CACHE/js
+# (/var/cache/flake-orm/js), outside the clone.  Skips the test when Node
+# or one of the given packages is missing.
+sub orm_node_modules
+{
+	my (@packages) = @_;
+	my $modules = ($ENV{FLAKE_ORM_CACHE} // '/var/cache/flake-orm') . '/js/node_modules';
+	plan skip_all => 'Node is not installed (node is not on PATH)'
+	  unless system('node --version >/dev/null 2>&1') == 0;
+	my @missing = grep { !-e "$modules/$_/package.json" } @packages;
+	plan skip_all => "@missing not installed in $modules (.ci/run installs them: npm ci with test/orm/js/package-lock.json there)"
+	  if @missing;
+	return $modules;
+}
+
+# Whether every id of the list is a flake id of this server's, made by
+# flake_next() (above 2^53, on a node), in database $db.
+sub orm_flake_ids
+{
+	my ($node, $db, @ids) = @_;
+	return 0 unless @ids && !grep { !/^[0-9]+$/ } @ids;
+	my $list = join(',', @ids);
+	return $node->safe_psql($db, qq{
+		SELECT bool_and(id > 2 ^ 53 AND flake_timestamp(id) > now() - interval '10 minutes')
+		FROM unnest('{$list}'::bigint[]) id}) eq 't';
 }
 
 # The DDL statements the server logged (log_statement = 'ddl') since the

@@ -1,15 +1,35 @@
 # test/t/071_orm_activerecord.pl: ActiveRecord's migrations (the
 # MigrationContext a Rails application's db:migrate runs) make the tables,
 # then the application inserts through ActiveRecord and prints what the
-# test checks (see test/t/FlakeOrm.pm).
+# test checks (see test/t/FlakeOrm.pm).  Then what db:schema:dump,
+# db:structure:dump and db:test:prepare do, through the DatabaseTasks they
+# call: schema.rb and structure.sql of the database, the test database
+# app_test purged and loaded from schema.rb, an author made there, and
+# schema.rb dumped again from it.
 require 'active_record'
+require 'active_record/database_configurations'
+require 'active_record/tasks/database_tasks'
 require 'json'
 require 'pg'
+require 'stringio'
+require 'tmpdir'
 
-ActiveRecord::Base.establish_connection(
-  adapter: 'postgresql', host: ENV['PGHOST'], port: ENV['PGPORT'],
-  username: ENV['PGUSER'], database: ENV['PGDATABASE']
-)
+def config(env, database)
+  ActiveRecord::DatabaseConfigurations::HashConfig.new(
+    env, 'primary',
+    adapter: 'postgresql', host: ENV['PGHOST'], port: ENV['PGPORT'],
+    username: ENV['PGUSER'], database: database
+  )
+end
+
+def schema_rb
+  io = StringIO.new
+  ActiveRecord::SchemaDumper.dump(ActiveRecord::Base.connection, io)
+  io.string
+end
+
+development = config('development', ENV['PGDATABASE'])
+ActiveRecord::Base.establish_connection(development)
 ActiveRecord::MigrationContext.new(File.join(__dir__, 'migrate'), ActiveRecord::SchemaMigration).migrate
 
 class Author < ActiveRecord::Base
@@ -36,6 +56,21 @@ rescue ActiveRecord::InvalidForeignKey
   true
 end
 
+dir = Dir.mktmpdir
+schema_file = File.join(dir, 'schema.rb')
+File.write(schema_file, schema = schema_rb)
+structure_file = File.join(dir, 'structure.sql')
+ActiveRecord::Tasks::DatabaseTasks.structure_dump(development, structure_file)
+structure = File.read(structure_file)
+
+# db:test:prepare
+test = config('test', "#{ENV['PGDATABASE']}_test")
+ActiveRecord::Tasks::DatabaseTasks.purge(test)
+ActiveRecord::Tasks::DatabaseTasks.load_schema(test, :ruby, schema_file)
+ActiveRecord::Base.establish_connection(test)
+test_author = Author.create!(name: 'Barbara')
+test_schema = schema_rb
+
 puts JSON.generate(
   orm: "ActiveRecord #{ActiveRecord::VERSION::STRING} (pg #{PG::VERSION}, Ruby #{RUBY_VERSION})",
   started_ms: started,
@@ -44,5 +79,10 @@ puts JSON.generate(
   books: books.map { |book| [book.id.to_s, book.author_id.to_s] },
   names: names,
   fk_refused: fk_refused,
-  id_class: authors.first.id.class.name
+  id_class: authors.first.id.class.name,
+  schema_rb: schema,
+  structure_sql: structure,
+  test_database: ActiveRecord::Base.connection.current_database,
+  test_id: test_author.id.to_s,
+  test_schema_rb_same: test_schema == schema
 )

@@ -1,9 +1,11 @@
 // test/t/072_orm_knex.pl: Knex's migrations make the tables, then the
 // application inserts through Knex and prints what the test checks (see
 // test/t/FlakeOrm.pm).  node-postgres returns bigint as a string, so the
-// 64-bit ids reach JavaScript whole; compared as BigInt.
+// 64-bit ids reach JavaScript whole; compared as BigInt, looked up by id
+// and through JSON.stringify.
 'use strict';
 const path = require('path');
+const { roundTrip } = require('../js/common');
 const knex = require('knex')({
   client: 'pg',
   connection: {
@@ -48,6 +50,9 @@ async function main() {
   }
   const ids = made.authors.map(BigInt);
   const increasing = ids.every((id, i) => i === 0 || id > ids[i - 1]);
+  const again = await knex('authors').where({ id: made.authors[1] }).first();
+  // the second migration finds nothing to do
+  const [, pending] = await knex.migrate.list();
 
   console.log(JSON.stringify({
     orm: `Knex ${require('knex/package.json').version} (pg ${require('pg/package.json').version}, Node ${process.version})`,
@@ -59,6 +64,8 @@ async function main() {
     fk_refused: fkRefused,
     id_class: typeof made.authors[0],
     increasing_in_js: increasing,
+    ...roundTrip(made.authors[1], again),
+    pending_migrations: pending.length,
   }));
   await knex.destroy();
 }
