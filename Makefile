@@ -24,11 +24,13 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(FLAKE_SRC)/fl
 # upgrade part, then the parts every upgrade replaces whole (the Citus
 # check, the migration functions in the order of their phases), then the
 # grants, after every object exists.  The install script starts with the
-# parts an upgrade never replaces (INSTALL_PARTS).  DATA is relative to the
-# source tree, DATA_built to the build directory.
+# parts an upgrade never replaces (INSTALL_PARTS).  Both start with the
+# check of the library the server runs (LIBRARY_PART, given this version).
+# DATA is relative to the source tree, DATA_built to the build directory.
 UPGRADES = $(patsubst $(FLAKE_SRC)/sql/parts/upgrade--%.sql,sql/flake--%.sql,$(wildcard $(FLAKE_SRC)/sql/parts/upgrade--*.sql))
 DATA = $(filter-out sql/flake--$(EXTVERSION).sql $(UPGRADES),$(patsubst $(FLAKE_SRC)/%,%,$(wildcard $(FLAKE_SRC)/sql/flake--*.sql)))
 DATA_built = sql/flake--$(EXTVERSION).sql $(UPGRADES)
+LIBRARY_PART = sql/parts/library.sql
 INSTALL_PARTS = sql/parts/flake.sql sql/parts/state.sql
 REPLACED_PARTS = sql/parts/citus.sql $(patsubst $(FLAKE_SRC)/%,%,$(sort $(wildcard $(FLAKE_SRC)/sql/parts/migrate/*.sql)) \
 	$(sort $(wildcard $(FLAKE_SRC)/sql/parts/online/*.sql))) sql/parts/privileges.sql
@@ -42,7 +44,7 @@ PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter
 FLAKE_BUILD_FLAGS = $(strip $(if $(filter 1,$(FLAKE_WERROR)),-Werror) \
 	$(if $(filter 1,$(FLAKE_ASSERT)),-DUSE_ASSERT_CHECKING) \
 	$(if $(filter 1,$(FLAKE_PORTABLE)),-DFLAKE_PORTABLE))
-PG_CPPFLAGS += $(FLAKE_BUILD_FLAGS)
+PG_CPPFLAGS += $(FLAKE_BUILD_FLAGS) -DFLAKE_VERSION='"$(EXTVERSION)"'
 
 # `make installcheck`: pg_regress (test/sql, test/expected) and the
 # isolation specs (test/specs) against a running server that has the
@@ -87,16 +89,16 @@ clean-client: | $(CURDIR)/client
 $(CURDIR)/client $(CURDIR)/src:
 	mkdir -p $@
 
-sql/flake--$(EXTVERSION).sql: $(INSTALL_PARTS) $(REPLACED_PARTS)
+sql/flake--$(EXTVERSION).sql: $(LIBRARY_PART) $(INSTALL_PARTS) $(REPLACED_PARTS)
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
-	  cat $^; } > $@
-$(UPGRADES): sql/flake--%.sql: sql/parts/upgrade--%.sql $(REPLACED_PARTS)
+	  sed 's/@FLAKE_VERSION@/$(EXTVERSION)/' $<; cat $(wordlist 2,$(words $^),$^); } > $@
+$(UPGRADES): sql/flake--%.sql: $(LIBRARY_PART) sql/parts/upgrade--%.sql $(REPLACED_PARTS)
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \
-	  cat $^; } > $@
+	  sed 's/@FLAKE_VERSION@/$(EXTVERSION)/' $<; cat $(wordlist 2,$(words $^),$^); } > $@
 
 # PGXS tracks no header dependencies: rebuild everything when a header or
 # the build flags change.  Out of the tree, src/ must be made first.

@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "tcop/utility.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 #include "logfilter.h"
@@ -28,6 +29,21 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
+
+PG_FUNCTION_INFO_V1(flake_library_version);
+
+/*
+ * The version of the library this process runs.  After a package upgrade
+ * a server runs the library it loaded at start until it restarts; the
+ * install and upgrade scripts call this first (sql/parts/library.sql), so
+ * that they refuse with a hint to restart, where a library without it
+ * (before 1.4) or older than the script fails on a function it lacks.
+ */
+Datum
+flake_library_version(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(FLAKE_VERSION));
+}
 
 /*
  * flake's one ProcessUtility hook: flake.serial_default rewrites the column

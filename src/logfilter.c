@@ -28,7 +28,9 @@
  * prepared statement whose text names a key word, the word EXECUTE marks
  * an entry the same way: it is the only way to run one from SQL (EXPLAIN
  * and CREATE TABLE AS included), and its arguments are not in the text
- * the statement was prepared with.
+ * the statement was prepared with.  So it does once the session analyzed
+ * such a statement with parameters (a driver's Parse message prepares one
+ * that no PREPARE names).
  *
  * Such an entry goes without its STATEMENT line.  In a message that logs
  * the statement, the statement and what follows is replaced; in an error
@@ -63,6 +65,8 @@
 #include "commands/prepare.h"
 #include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
+#include "parser/analyze.h"
+#include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
 #include "utils/elog.h"
 #include "utils/hsearch.h"
@@ -92,6 +96,18 @@ static emit_log_hook_type prev_emit_log_hook = NULL;
 static HTAB *keyed_prepared = NULL;
 
 /*
+ * Whether a Parse message of the session prepared a statement whose text
+ * names a key word: no PREPARE runs for the utility hook to see, and the
+ * name is not told to flake.  EXECUTE then marks an entry as for
+ * keyed_prepared (an EXECUTE that fails to parse names nothing flake could
+ * look up anyway).  Only DISCARD ALL clears it, which only hides more than
+ * needed.
+ */
+static bool keyed_parsed = false;
+
+static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
+
+/*
  * Does the text mention a key word, or EXECUTE while the session holds a
  * prepared statement that names one?  For the texts that can be a
  * statement: the statement, detail, context and internal query.
@@ -100,7 +116,8 @@ static bool
 mentions_key(const char *text, size_t len)
 {
 	return keyscan_mentions_key(text, len) ||
-		(keyed_prepared != NULL && hash_get_num_entries(keyed_prepared) > 0 &&
+		((keyed_parsed ||
+		  (keyed_prepared != NULL && hash_get_num_entries(keyed_prepared) > 0)) &&
 		 keyscan_mentions_execute(text, len));
 }
 
@@ -411,10 +428,33 @@ note_prepared(const char *name)
 		hash_search(keyed_prepared, name, HASH_REMOVE, NULL);
 }
 
+/*
+ * After parse analysis: of a Parse message, note whether its text names a
+ * key word.  A Parse message is analyzed with parameters, and outside any
+ * portal (PREPARE, functions' statements and a simple query's are in one,
+ * or have no parameters).
+ */
+static void
+flake_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	if (prev_post_parse_analyze_hook)
+		prev_post_parse_analyze_hook(pstate, query, jstate);
+	if (!keyed_parsed && ActivePortal == NULL &&
+		pstate->p_paramref_hook != NULL && pstate->p_sourcetext != NULL)
+	{
+		const char *text = pstate->p_sourcetext + Max(query->stmt_location, 0);
+		size_t		len = query->stmt_len > 0 ? (size_t) query->stmt_len : strlen(text);
+
+		keyed_parsed = keyscan_mentions_key(text, len);
+	}
+}
+
 /* Forget a prepared statement dropped, or all of them (name NULL). */
 static void
 forget_prepared(const char *name)
 {
+	if (name == NULL)
+		keyed_parsed = false;
 	if (keyed_prepared == NULL)
 		return;
 	if (name != NULL)
@@ -457,4 +497,6 @@ flake_log_filter_init(void)
 {
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = flake_emit_log;
+	prev_post_parse_analyze_hook = post_parse_analyze_hook;
+	post_parse_analyze_hook = flake_post_parse_analyze;
 }

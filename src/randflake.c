@@ -107,6 +107,7 @@ typedef struct RandflakeSecret
 	uint8		key[RANDFLAKE_KEY_LEN];
 	SparxKey	schedule;
 	char		fingerprint[2 * RANDFLAKE_FINGERPRINT_LEN + 1];
+	char		problem[320];	/* why the key file cannot be used, or "" */
 } RandflakeSecret;
 
 /* A node this backend holds, and the range it reserved there. */
@@ -311,6 +312,8 @@ check_randflake_secret(char **newval, void **extra, GucSource source)
  * space around them at most.  It is read again at each reload, by the
  * postmaster and by each backend, as every setting in the configuration
  * is checked again; a refused file leaves the key in force as it was.
+ * At start nothing is in force yet, and a file that cannot be used is
+ * taken with what is wrong with it, never stopping the server.
  *
  * The messages give the path, the file's owner and mode, and the length
  * of what it holds, never any of it.  A parallel worker, restoring its
@@ -344,7 +347,20 @@ check_randflake_secret_file(char **newval, void **extra, GucSource source)
 		}
 		explicit_bzero(content, sizeof(content));
 	}
-	if (!ok)
+	if (!ok && process_shared_preload_libraries_in_progress)
+	{
+		/*
+		 * At start, a key file that cannot be used must not keep the server
+		 * down: a standby never needs the key, and an HA manager takes a
+		 * server that does not start for a crashed one.  The setting holds
+		 * what is wrong, and the functions that need the key refuse with it
+		 * (server_key) until a reload reads a usable file.
+		 */
+		strlcpy(secret.problem, GUC_check_errdetail_string ? GUC_check_errdetail_string : "?",
+				sizeof(secret.problem));
+		GUC_check_errdetail_string = NULL;
+	}
+	else if (!ok)
 	{
 		GUC_check_errhint("Generate a key with: openssl rand -hex 16");
 		return flake_reject_setting("flake.randflake_secret_file", *newval);
@@ -373,7 +389,12 @@ log_key_change(const char *name, const RandflakeSecret *old,
 	/* at start, the default comes first, then the configured key */
 	if (process_shared_preload_libraries_in_progress)
 	{
-		if (secret->set)
+		if (secret->problem[0] != '\0')
+			ereport(WARNING,
+					(errmsg("%s: the file cannot be used, randflake_next() refuses until it can", name),
+					 errdetail_internal("%s", secret->problem),
+					 errhint("Install the key file, and reload (SELECT pg_reload_conf()). The rest of the server works without it.")));
+		else if (secret->set)
 			ereport(LOG,
 					(errmsg("%s has key fingerprint %s", name, secret->fingerprint)));
 	}
@@ -400,7 +421,8 @@ log_key_change(const char *name, const RandflakeSecret *old,
 static const RandflakeSecret *
 secret_in_force(void)
 {
-	if (randflake_file_secret != NULL && randflake_file_secret->set)
+	if (randflake_file_secret != NULL &&
+		(randflake_file_secret->set || randflake_file_secret->problem[0] != '\0'))
 		return randflake_file_secret;
 	return randflake_secret;
 }
@@ -508,6 +530,13 @@ server_key(void)
 {
 	const RandflakeSecret *secret = secret_in_force();
 
+	if (secret != NULL && secret->problem[0] != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the key file \"%s\" that flake.randflake_secret_file names cannot be used",
+						randflake_secret_file_string),
+				 errdetail_internal("%s", secret->problem),
+				 errhint("Install the file, owned by the server's user with mode 0600 and holding the key's 32 hexadecimal digits, and reload (SELECT pg_reload_conf()).")));
 	if (secret == NULL || !secret->set)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -116,6 +116,13 @@ my $bound_prepared = key();
 $node->command_fails([ 'pgbench', '-n', '-M', 'prepared', '-t', '1', '-D', "key=\\x$bound_prepared",
 	'-D', 'zero=0', '-f', $prepared_script, 'postgres' ],
 	'pgbench runs its prepared statement, which fails');
+# a statement prepared through the protocol (a driver's Parse message, no
+# PREPARE), then an EXECUTE with a syntax error that quotes the key (issue 35)
+my $protocol_script = $node->basedir . '/protocol.sql';
+append_to_file($protocol_script, "SELECT randflake_decode(1, :key::bytea);\nEXECUTE P_0('\\x" . key() . "'\n");
+$node->command_fails([ 'pgbench', '-n', '-M', 'prepared', '-t', '1', '-D', 'key=\\x' . ('00' x 16),
+	'-f', $protocol_script, 'postgres' ],
+	'pgbench prepares a statement with a key word, then fails to prepare an EXECUTE');
 
 # a key in the detail of an error: the value a statement with a key word
 # violates a unique index with

@@ -5,7 +5,8 @@
 # (ssl_key_file's rule; the other branch, owned by root and readable by its
 # group, needs root to set up and is not tested here), and unless it holds
 # 32 hex digits; it is read again at each reload, and a refused file keeps
-# the key in force.  A file's key wins over flake.randflake_secret, with a
+# the key in force.  At start, a file that cannot be used never stops the
+# server, primary or standby: what needs the key alone refuses.  A file's key wins over flake.randflake_secret, with a
 # warning.  The log names keys by fingerprint only, and no refusal shows
 # the file's content.
 use strict;
@@ -41,20 +42,29 @@ sub write_key
 	rename("$path.new", $path) or die "rename $path.new: $!";
 }
 
-my $node = flake_cluster('secret_file');
+my $node = flake_cluster('secret_file', undef, allows_streaming => 1);
 my $file = $node->basedir . '/randflake.key';
 write_key($file, "$key1\n", 0644);
 $node->append_conf('postgresql.conf', "flake.randflake_secret_file = '$file'\n");
 
-# a file others can read stops the server at start
-ok(!$node->start(fail_ok => 1), 'a key file readable by others stops the server at start');
-like(slurp_file($node->logfile),
-	qr/FATAL:  invalid value for parameter "flake.randflake_secret_file": "\Q$file\E"\n.*DETAIL:  Its mode is 0644: owned by the server's user, the file must give no access to group or others \(chmod 600\)/,
-	'it says which file, and why');
-
-chmod(0600, $file) or die;
+# A file others can read does not stop the server (issue 35): it starts,
+# saying why the file cannot be used, and what needs the key alone refuses
 $node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION flake; CREATE ROLE app LOGIN');
+like(slurp_file($node->logfile),
+	qr/WARNING:  flake.randflake_secret_file: the file cannot be used, randflake_next\(\) refuses until it can\n.*DETAIL:  Its mode is 0644: owned by the server's user, the file must give no access to group or others \(chmod 600\)/,
+	'a key file readable by others is logged at start, saying why, and the server starts');
+$node->safe_psql('postgres', 'CREATE EXTENSION flake');
+my ($rc, $stdout, $stderr) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT randflake_next()");
+like($stderr, qr/ERROR:  55000: the key file "\Q$file\E" that flake.randflake_secret_file names cannot be used\nDETAIL:  Its mode is 0644.*\nHINT:  Install the file/s,
+	'randflake_next() refuses (55000), naming the file and why');
+is($node->safe_psql('postgres', 'SELECT flake_next() > 0'), 't', 'the other generators work');
+chmod(0600, $file) or die;
+$node->reload;
+$node->poll_query_until('postgres', 'SELECT randflake_key_fingerprint()', fingerprint($key1))
+  or die 'the repaired file was not read at the reload';
+pass('once the file is private, a reload puts its key in force');
+$node->restart;
+$node->safe_psql('postgres', 'CREATE ROLE app LOGIN');
 is($node->safe_psql('postgres', 'SELECT randflake_key_fingerprint()'), fingerprint($key1),
 	'the key of a private file is in force');
 like(slurp_file($node->logfile), qr/LOG:  flake.randflake_secret_file has key fingerprint ${\ fingerprint($key1)}\n/,
@@ -70,7 +80,7 @@ is($node->safe_psql('postgres', qq{
 	'100', 'ids are encrypted with the key of the file');
 
 # who may read what
-my ($rc, $stdout, $stderr) = $node->psql('postgres', 'SHOW flake.randflake_secret_file', extra_params => [ '-U', 'app' ]);
+($rc, $stdout, $stderr) = $node->psql('postgres', 'SHOW flake.randflake_secret_file', extra_params => [ '-U', 'app' ]);
 like(
 	$stderr,
 	qr/must be superuser or have privileges of pg_read_all_settings|permission denied to examine "flake.randflake_secret_file"/,
@@ -157,13 +167,38 @@ $node->poll_query_until('postgres', 'SELECT randflake_key_fingerprint()', finger
   or die 'flake.randflake_secret did not take over';
 pass('without the file, flake.randflake_secret is in force');
 
+# A standby made before its key file is installed (as Patroni may create
+# it) starts and replays; what needs the key refuses, naming the file,
+# until it is installed and read at a reload
+$node->backup('before_key');
+my $standby = PostgreSQL::Test::Cluster->new('secret_file_standby');
+$standby->init_from_backup($node, 'before_key', has_streaming => 1);
+my $standby_file = $standby->basedir . '/randflake.key';
+$standby->append_conf('postgresql.conf', "flake.randflake_secret_file = '$standby_file'\n");
+$standby->start;
+my $id = $node->safe_psql('postgres', 'INSERT INTO ids DEFAULT VALUES RETURNING id');
+$node->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', "SELECT count(*) FROM ids WHERE id = $id"), '1',
+	'a standby without its key file starts and replays');
+($rc, $stdout, $stderr) = $standby->psql('postgres', "SELECT randflake_decode($id)");
+like($stderr, qr/ERROR:  the key file "\Q$standby_file\E" that flake.randflake_secret_file names cannot be used\n.*HINT:  Install the file/s,
+	'on it, what needs the key refuses, naming the missing file');
+write_key($standby_file, "$key4\n", 0600);
+$standby->reload;
+$standby->poll_query_until('postgres', 'SELECT randflake_key_fingerprint()', fingerprint($key4))
+  or die 'the key file installed was not read at the reload';
+is($standby->safe_psql('postgres', "SELECT (randflake_decode($id)).ts > now() - interval '1 hour'"), 't',
+	'once the file is installed and reloaded, it decodes the primary\'s ids');
+$standby->stop;
+
 $node->stop;
 
 my $log = slurp_file($node->logfile);
 my ($fp1, $fp2, $fp3, $fp4) = map { fingerprint($_) } ($key1, $key2, $key3, $key4);
 my @changes = $log =~ /LOG:  (flake.randflake_secret(?:_file)? changed from key fingerprint \w+ to \w+)\n/g;
 is_deeply(\@changes,
-	[ "flake.randflake_secret_file changed from key fingerprint $fp1 to $fp2",
+	[ "flake.randflake_secret_file changed from key fingerprint none to $fp1",
+	  "flake.randflake_secret_file changed from key fingerprint $fp1 to $fp2",
 	  "flake.randflake_secret_file changed from key fingerprint $fp2 to $fp3",
 	  "flake.randflake_secret changed from key fingerprint none to $fp4",
 	  "flake.randflake_secret_file changed from key fingerprint $fp3 to none" ],
