@@ -41,6 +41,10 @@ typedef struct RekeyFileHeader
 	uint32		reserved;
 } RekeyFileHeader;
 
+/* The largest flake.rekeys: the most claims it may hold */
+#define FLAKE_REKEYS_MAX_SIZE	(sizeof(RekeyFileHeader) + \
+								 sizeof(FlakeRekeyClaim) * FLAKE_REKEY_MAX_CLAIMS)
+
 /*
  * Take the claims out of the contents of a flake.rekeys file (palloc'd);
  * false when they are not such a file or are damaged.
@@ -56,7 +60,8 @@ parse_claims(const char *data, Size len, FlakeRekeyClaim **claims,
 		return false;
 	memcpy(&header, data, sizeof(header));
 	size = sizeof(FlakeRekeyClaim) * (Size) header.count;
-	if (header.magic != FLAKE_REKEYS_MAGIC || len != sizeof(header) + size ||
+	if (header.magic != FLAKE_REKEYS_MAGIC ||
+		header.count > FLAKE_REKEY_MAX_CLAIMS || len != sizeof(header) + size ||
 		!EQ_CRC32C(header.crc, flake_datafile_crc(data + sizeof(header), size)))
 		return false;
 	*claims = palloc(Max(size, 1));
@@ -78,7 +83,7 @@ flake_claims_load(const char *path, uint32 *count, FlakeFileProblem *problem)
 	size_t		len;
 
 	*count = 0;
-	data = flake_datafile_read(path, &len, problem);
+	data = flake_datafile_read(path, FLAKE_REKEYS_MAX_SIZE, &len, problem);
 	if (data == NULL)
 		return problem->status == FLAKE_FILE_MISSING ?
 			palloc(sizeof(FlakeRekeyClaim)) : NULL;
@@ -117,19 +122,26 @@ flake_claims_refuse(int elevel, const FlakeFileProblem *problem,
 					   " A later release of flake may have written it." : ""),
 			 problem->status == FLAKE_FILE_UNREADABLE ?
 			 errhint("Give the server's operating system user read and write access to it, as to the rest of the data directory; rekeys resume at the next claim.") :
-			 errhint("Put back an intact copy of it as it was when damaged (an older one would let rekeys reuse later claims)%s; rekeys resume at the next claim. Without one, run SELECT flake_repair_state(t) as a superuser, where t is a time later than every id this server issued and every row a rekey gave an id (see \"Damaged state files\" in flake's docs/guarantees.md).",
+			 errhint("Put back an intact copy of it as it was when damaged or moved away (an older one would let rekeys reuse later claims)%s; rekeys resume at the next claim. Without one, run SELECT flake_repair_state(t) as a superuser, where t is a time later than every id this server issued and every row a rekey gave an id (see \"Damaged state files\" in flake's docs/guarantees.md).",
 					 problem->status == FLAKE_FILE_UNKNOWN_FORMAT ?
 					 ", or install the release of flake that wrote it and restart" : "")));
 }
 
-/* The claims made so far, from flake.rekeys; a file that cannot be read is refused. */
+/*
+ * The claims made so far, from flake.rekeys; a file that cannot be read is
+ * refused, and so is a missing one where flake wrote one (flake.written):
+ * it was lost, and the claims with it.
+ */
 FlakeRekeyClaim *
 flake_claims_read(uint32 *count)
 {
 	FlakeFileProblem problem;
 	FlakeRekeyClaim *claims = flake_claims_load(FLAKE_REKEYS_FILE, count, &problem);
 
-	if (claims == NULL)
+	if (claims != NULL && problem.status == FLAKE_FILE_MISSING &&
+		(flake_datafile_written(NULL) & FLAKE_WRITTEN_REKEYS) != 0)
+		problem.status = FLAKE_FILE_LOST;
+	if (claims == NULL || problem.status == FLAKE_FILE_LOST)
 		flake_claims_refuse(ERROR, &problem, false);
 	return claims;
 }
@@ -150,55 +162,62 @@ flake_claims_write(const FlakeRekeyClaim *claims, uint32 count)
 	flake_datafile_replace(FLAKE_REKEYS_FILE, FLAKE_REKEYS_TEMP,
 						   data, sizeof(RekeyFileHeader) + size);
 	pfree(data);
+	flake_datafile_set_written(FLAKE_WRITTEN_REKEYS);
 }
 
-/*
- * Merge claim into the count claims (which have room for one more): a
- * claim of the same node that overlaps or touches it is taken into it and
- * removed.  Returns the new count; *changed is left alone when a claim
- * covers it already.
- */
-static uint32
-merge_claim(FlakeRekeyClaim *claims, uint32 count, FlakeRekeyClaim claim,
-			bool *changed)
+/* qsort comparator: claims by node, then by first millisecond */
+static int
+claim_cmp(const void *a, const void *b)
 {
-	uint32		kept = 0;
+	const FlakeRekeyClaim *x = (const FlakeRekeyClaim *) a;
+	const FlakeRekeyClaim *y = (const FlakeRekeyClaim *) b;
 
-	for (uint32 i = 0; i < count; i++)
-	{
-		FlakeRekeyClaim *c = &claims[i];
-
-		if (c->node == claim.node && c->first_ms <= claim.first_ms &&
-			c->last_ms >= claim.last_ms)
-			return count;
-		/* first_ms - 1 cannot overflow: first_ms >= 0 */
-		if (c->node == claim.node && c->first_ms - 1 <= claim.last_ms &&
-			claim.first_ms - 1 <= c->last_ms)
-		{
-			claim.first_ms = Min(claim.first_ms, c->first_ms);
-			claim.last_ms = Max(claim.last_ms, c->last_ms);
-			continue;
-		}
-		claims[kept++] = *c;
-	}
-	claims[kept++] = claim;
-	*changed = true;
-	return kept;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->first_ms != y->first_ms)
+		return x->first_ms < y->first_ms ? -1 : 1;
+	return 0;
 }
 
 /*
  * Merge the nadded claims added into the count claims of *claims (palloc'd;
  * made larger here), and return their number; *changed is set when that
- * changes them.
+ * changes them.  Claims of one node that overlap or touch become one.
+ * Sorted, then merged in one pass: n log n, since this runs under flake's
+ * lock with up to FLAKE_REKEY_MAX_CLAIMS claims on each side.
  */
 uint32
 flake_claims_merge(FlakeRekeyClaim **claims, uint32 count,
 				   const FlakeRekeyClaim *added, uint32 nadded, bool *changed)
 {
+	Size		before_size = sizeof(FlakeRekeyClaim) * count;
+	FlakeRekeyClaim *before = palloc(Max(before_size, 1));
+	FlakeRekeyClaim *all;
+	uint32		kept = 0;
+
+	memcpy(before, *claims, before_size);
 	*claims = repalloc(*claims, sizeof(FlakeRekeyClaim) * Max(count + nadded, 1));
-	for (uint32 i = 0; i < nadded; i++)
-		count = merge_claim(*claims, count, added[i], changed);
-	return count;
+	all = *claims;
+	memcpy(all + count, added, sizeof(FlakeRekeyClaim) * nadded);
+	qsort(all, count + nadded, sizeof(FlakeRekeyClaim), claim_cmp);
+	for (uint32 i = 0; i < count + nadded; i++)
+	{
+		FlakeRekeyClaim *last = kept > 0 ? &all[kept - 1] : NULL;
+
+		/* first_ms - 1 cannot overflow: first_ms >= 0 */
+		if (last != NULL && last->node == all[i].node &&
+			all[i].first_ms - 1 <= last->last_ms)
+		{
+			last->last_ms = Max(last->last_ms, all[i].last_ms);
+			continue;
+		}
+		all[kept] = all[i];
+		all[kept++].reserved = 0;
+	}
+	if (kept != count || memcmp(all, before, before_size) != 0)
+		*changed = true;
+	pfree(before);
+	return kept;
 }
 
 /*

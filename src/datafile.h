@@ -18,7 +18,10 @@ typedef enum FlakeFileStatus
 	FLAKE_FILE_MISSING,			/* no such file */
 	FLAKE_FILE_UNREADABLE,		/* open or read failed: saved_errno */
 	FLAKE_FILE_DAMAGED,			/* truncated, a wrong checksum, not flake's */
-	FLAKE_FILE_UNKNOWN_FORMAT	/* a flake file of a format not read here */
+	FLAKE_FILE_UNKNOWN_FORMAT,	/* a flake file of a format not read here */
+	FLAKE_FILE_NOT_REGULAR,		/* a directory, FIFO, device or symbolic link */
+	FLAKE_FILE_TOO_LARGE,		/* larger than the reader's bound: max_size */
+	FLAKE_FILE_LOST				/* missing, though flake wrote it (state.c) */
 } FlakeFileStatus;
 
 typedef struct FlakeFileProblem
@@ -26,7 +29,16 @@ typedef struct FlakeFileProblem
 	FlakeFileStatus status;
 	int			saved_errno;	/* FLAKE_FILE_UNREADABLE */
 	uint32		magic;			/* FLAKE_FILE_UNKNOWN_FORMAT: the file's */
+	size_t		max_size;		/* FLAKE_FILE_TOO_LARGE: the bound */
 } FlakeFileProblem;
+
+/*
+ * flake.written records which of flake's files flake has written in this
+ * data directory (see datafile.c): bits of these.
+ */
+#define FLAKE_WRITTEN_FILE		"flake.written"
+#define FLAKE_WRITTEN_HWM		0x01
+#define FLAKE_WRITTEN_REKEYS	0x02
 
 /*
  * The magic numbers of flake's files are "FLK" and a version or kind
@@ -38,8 +50,10 @@ typedef struct FlakeFileProblem
 extern pg_crc32c flake_datafile_crc(const void *data, size_t len);
 extern void flake_datafile_replace(const char *path, const char *temp,
 								   const void *data, size_t len);
-extern char *flake_datafile_read(const char *path, size_t *len,
-								 FlakeFileProblem *problem);
+extern char *flake_datafile_read(const char *path, size_t max_size,
+								 size_t *len, FlakeFileProblem *problem);
+extern uint32 flake_datafile_written(const char *directory);
+extern void flake_datafile_set_written(uint32 files);
 extern void flake_datafile_damaged(FlakeFileProblem *problem,
 								   const char *data, size_t len, bool known);
 extern int	flake_datafile_errmsg(const char *path,

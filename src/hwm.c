@@ -37,6 +37,7 @@
 
 #include "access/xlog.h"
 #include "access/xloginsert.h"
+#include "miscadmin.h"
 
 #include "datafile.h"
 #include "hwm.h"
@@ -96,6 +97,10 @@ typedef struct FlakeHwmFileV2
 	pg_crc32c	crc;
 } FlakeHwmFileV2;
 
+/* The largest flake.hwm: the current format, naming the most servers */
+#define FLAKE_HWM_MAX_SIZE	(sizeof(FlakeHwmHeader) + \
+							 sizeof(uint64) * FLAKE_HWM_MAX_SERVERS + sizeof(pg_crc32c))
+
 /*
  * Take the marks and the servers out of the contents of a file of the
  * current format or of 1.2's; false when they are not such a file or are
@@ -113,6 +118,7 @@ hwm_parse(const char *data, Size len, FlakeMarks *marks, FlakeServers *servers)
 		memcpy(&header, data, sizeof(header));
 		memcpy(&crc, data + len - sizeof(crc), sizeof(crc));
 		if (header.magic == FLAKE_HWM_MAGIC &&
+			header.count <= FLAKE_HWM_MAX_SERVERS &&
 			len == sizeof(header) + sizeof(uint64) * (Size) header.count + sizeof(crc) &&
 			EQ_CRC32C(crc, flake_datafile_crc(data, len - sizeof(crc))))
 		{
@@ -121,6 +127,7 @@ hwm_parse(const char *data, Size len, FlakeMarks *marks, FlakeServers *servers)
 			{
 				uint64		id;
 
+				CHECK_FOR_INTERRUPTS();
 				memcpy(&id, data + sizeof(header) + sizeof(uint64) * i, sizeof(id));
 				flake_hwm_servers_add(servers, id);
 			}
@@ -208,7 +215,7 @@ flake_hwm_load(const char *path, FlakeMarks *marks, FlakeServers *servers,
 	servers->writer = 0;
 	servers->count = 0;
 	servers->id = palloc(0);
-	data = flake_datafile_read(path, &len, problem);
+	data = flake_datafile_read(path, FLAKE_HWM_MAX_SIZE, &len, problem);
 	if (data == NULL)
 		return problem->status == FLAKE_FILE_MISSING;
 	ok = hwm_parse(data, len, marks, servers) || hwm_parse_old(data, len, marks);
@@ -242,7 +249,7 @@ flake_hwm_refuse(int elevel, const FlakeFileProblem *problem)
 					   " A later release of flake may have written it." : ""),
 			 problem->status == FLAKE_FILE_UNREADABLE ?
 			 errhint("Give the server's operating system user read and write access to it, as to the rest of the data directory; generation resumes at the next call.") :
-			 errhint("Put back an intact copy of it as it was when damaged (an older one would let later ids repeat)%s; generation resumes at the next call. Without one, run SELECT flake_repair_state(t) as a superuser, where t is a time later than every id this server issued (see \"Damaged state files\" in flake's docs/guarantees.md).",
+			 errhint("Put back an intact copy of it as it was when damaged or moved away (an older one would let later ids repeat)%s; generation resumes at the next call. Without one, run SELECT flake_repair_state(t) as a superuser, where t is a time later than every id this server issued (see \"Damaged state files\" in flake's docs/guarantees.md).",
 					 problem->status == FLAKE_FILE_UNKNOWN_FORMAT ?
 					 ", or install the release of flake that wrote it and restart" : "")));
 }
@@ -250,22 +257,36 @@ flake_hwm_refuse(int elevel, const FlakeFileProblem *problem)
 /*
  * The other servers whose marks flake.hwm holds (see flake_hwm_load), and
  * the one that wrote it (0 if none did in this format); the caller frees
- * servers->id.  A file that cannot be read is refused.
+ * servers->id.  A file that cannot be read is refused, and so is a missing
+ * one where flake wrote one (flake.written) or marks are in use (marked):
+ * it was lost, and its marks and servers with it.
  */
-void
-flake_hwm_servers(FlakeServers *servers)
+static void
+hwm_servers(FlakeServers *servers, bool marked)
 {
 	FlakeMarks	marks;
 	FlakeFileProblem problem;
 
 	if (!flake_hwm_load(FLAKE_HWM_FILE, &marks, servers, &problem))
 		flake_hwm_refuse(ERROR, &problem);
+	if (problem.status == FLAKE_FILE_MISSING &&
+		(marked || (flake_datafile_written(NULL) & FLAKE_WRITTEN_HWM) != 0))
+	{
+		problem.status = FLAKE_FILE_LOST;
+		flake_hwm_refuse(ERROR, &problem);
+	}
+}
+
+void
+flake_hwm_servers(FlakeServers *servers)
+{
+	hwm_servers(servers, false);
 }
 
 /*
  * Add a server's system identifier to the list, unless it is this
- * server's, 0 (none) or listed already.  The list has no bound: each
- * server a database may come from must stay in it.
+ * server's, 0 (none) or listed already.  Each server a database may come
+ * from must stay in it, so beyond FLAKE_HWM_MAX_SERVERS this refuses.
  */
 void
 flake_hwm_servers_add(FlakeServers *servers, uint64 id)
@@ -275,6 +296,12 @@ flake_hwm_servers_add(FlakeServers *servers, uint64 id)
 	for (uint32 i = 0; i < servers->count; i++)
 		if (servers->id[i] == id)
 			return;
+	if (servers->count >= FLAKE_HWM_MAX_SERVERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("flake.hwm names %d other servers, the most it may name",
+						FLAKE_HWM_MAX_SERVERS),
+				 errdetail("Each server whose state was taken over here is named, since databases may come from it.")));
 	servers->id = repalloc(servers->id, sizeof(uint64) * (servers->count + 1));
 	servers->id[servers->count++] = id;
 }
@@ -320,18 +347,20 @@ flake_hwm_write(const FlakeMarks *marks, const FlakeServers *servers)
 		flake_datafile_replace(FLAKE_HWM_FILE, FLAKE_HWM_TEMP_FILE, data, len);
 		pfree(data);
 	}
+	flake_datafile_set_written(FLAKE_WRITTEN_HWM);
 }
 
 /*
- * Replace the file with the marks, keeping the servers it names.  The
- * caller holds the marks' lock exclusively.
+ * Replace the file with the marks, keeping the servers it names; marked:
+ * marks were in use before, so that the file must be there.  The caller
+ * holds the marks' lock exclusively.
  */
 static void
-hwm_write(const FlakeMarks *marks)
+hwm_write(const FlakeMarks *marks, bool marked)
 {
 	FlakeServers servers;
 
-	flake_hwm_servers(&servers);
+	hwm_servers(&servers, marked);
 	flake_hwm_write(marks, &servers);
 	pfree(servers.id);
 }
@@ -351,6 +380,18 @@ flake_hwm_log(const FlakeMarks *marks, const uint64 *servers, uint32 count)
 		XLogRegisterData((char *) servers, sizeof(uint64) * count);
 	XLogFlush(XLogInsert(FLAKE_RMGR_ID,
 						 count > 0 ? XLOG_FLAKE_TAKE_OVER : XLOG_FLAKE_MARKS));
+}
+
+/*
+ * Log marks that replace the marks even where lower (a repair redone,
+ * state.c), and flush it.
+ */
+void
+flake_hwm_log_set(const FlakeMarks *marks)
+{
+	XLogBeginInsert();
+	XLogRegisterData((char *) marks, sizeof(*marks));
+	XLogFlush(XLogInsert(FLAKE_RMGR_ID, XLOG_FLAKE_MARKS_SET));
 }
 
 /* Set up the shared state from the marks read at start. */
@@ -400,8 +441,12 @@ flake_hwm_extend(FlakeMarkState *state, LWLock *lock, FlakeHwm which,
 	/* another backend may have moved it while we waited */
 	if (marks.mark[which] < value)
 	{
+		bool		marked = false;
+
+		for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+			marked |= marks.mark[i] > 0;
 		marks.mark[which] = value + chunk[which];
-		hwm_write(&marks);
+		hwm_write(&marks, marked);
 		flake_hwm_log(&marks, NULL, 0);
 		flake_hwm_publish(state, &marks);
 	}

@@ -41,12 +41,15 @@
  * record carries the three marks (FlakeMarks) after a move; the take-over
  * record carries the marks after another server's were taken over, then
  * that server's system identifier and those its flake.hwm named (uint64
- * each).  The rekey claims have a record of their own (claims.h).
+ * each); the marks-set record (1.4) carries marks that replace the marks
+ * even where lower: a repair redone, lowering marks past their layout's
+ * end (state.c).  The rekey claims have a record of their own (claims.h).
  */
 #define FLAKE_RMGR_ID		211
 #define FLAKE_RMGR_NAME		"flake"
 #define XLOG_FLAKE_MARKS	0x00
 #define XLOG_FLAKE_TAKE_OVER	0x20
+#define XLOG_FLAKE_MARKS_SET	0x30
 
 typedef enum FlakeHwm
 {
@@ -78,6 +81,13 @@ typedef struct FlakeServers
 	uint64	   *id;
 } FlakeServers;
 
+/*
+ * The most other servers a flake.hwm names: one per upgrade or restore
+ * that carried a database here, far more than happen.  The bound keeps
+ * reading and merging the lists, under flake's lock, short.
+ */
+#define FLAKE_HWM_MAX_SERVERS	1024
+
 /* The persisted marks in shared memory; only ids at or below them exist. */
 typedef struct FlakeMarkState
 {
@@ -93,6 +103,7 @@ extern void flake_hwm_write(const FlakeMarks *marks,
 							const FlakeServers *servers);
 extern void flake_hwm_log(const FlakeMarks *marks, const uint64 *servers,
 						  uint32 count);
+extern void flake_hwm_log_set(const FlakeMarks *marks);
 extern void flake_hwm_init(FlakeMarkState *state, const FlakeMarks *marks);
 extern void flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks);
 extern void flake_hwm_publish(FlakeMarkState *state, const FlakeMarks *marks);

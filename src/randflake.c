@@ -602,6 +602,42 @@ static const FlakeShmemPart shared_part = {
 	.raise = raise_nodes,
 };
 
+/*
+ * An id that arrives from another server (receive.c), decrypted with this
+ * server's secret: (second << 34) | (node << 17) | sequence.
+ */
+uint64_t
+randflake_raw_of(int64_t id)
+{
+	return randflake_decrypt(server_key(), (uint64) id);
+}
+
+/*
+ * Raise the node of a decrypted id that arrived from another server to the
+ * last sequence of its second, so that this server's next range on that
+ * node comes after it; nothing where this server has no such node.  The
+ * caller has made the mark cover it.
+ */
+void
+randflake_raise_node(uint64_t raw)
+{
+	int32		node = (int32) ((raw >> RANDFLAKE_SEQUENCE_BITS) & RANDFLAKE_MAX_NODE);
+	uint64		floor = ((raw >> (RANDFLAKE_NODE_BITS + RANDFLAKE_SEQUENCE_BITS)) << RANDFLAKE_SEQUENCE_BITS) |
+	RANDFLAKE_MAX_SEQUENCE;
+	FlakeNode  *nodes = randflake_shared->nodes;
+	int			i = node - nodes[0].id;
+
+	/*
+	 * the nodes are in the order of flake.randflake_nodes: one range by
+	 * default
+	 */
+	if (i < 0 || i >= randflake_shared->nnodes || nodes[i].id != node)
+		for (i = 0; i < randflake_shared->nnodes && nodes[i].id != node; i++)
+			;
+	if (i < randflake_shared->nnodes)
+		flake_raise_last(&nodes[i].last, floor);
+}
+
 /* From _PG_init, while shared_preload_libraries are loaded. */
 void
 randflake_add_shmem(void)

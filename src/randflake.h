@@ -32,5 +32,7 @@ extern void randflake_add_shmem(void);
 extern bool randflake_node_space(struct FlakeNodeSpace *space);
 extern int32_t randflake_node_of(int64_t id);
 extern bool randflake_own_node(int64_t node, const char **own);
+extern uint64_t randflake_raw_of(int64_t id);
+extern void randflake_raise_node(uint64_t raw);
 
 #endif							/* FLAKE_RANDFLAKE_H */

@@ -489,6 +489,32 @@ snowflake_node_of(int64 id)
 	return (int32) ((id >> snowflake_sequence_bits) & ((INT64CONST(1) << snowflake_node_bits) - 1));
 }
 
+/*
+ * An id that arrives from another server (receive.c): its millisecond, as
+ * Unix ms.
+ */
+int64
+snowflake_unix_ms_of(int64 id)
+{
+	return (id >> (snowflake_node_bits + snowflake_sequence_bits)) + snowflake_epoch_unix_ms;
+}
+
+/*
+ * Raise the node of a non-negative id that arrived from another server to
+ * the last sequence of its millisecond, so that this server's next id on
+ * that node comes after every id the other server may have made on it in
+ * that millisecond.  The caller has made the mark cover it.
+ */
+void
+snowflake_raise_node(int64 id)
+{
+	int			seq_bits = snowflake_sequence_bits;
+	uint64		ms = (uint64) id >> (snowflake_node_bits + seq_bits);
+
+	flake_raise_last(&nodes[snowflake_node_of(id)].node.last,
+					 (ms << seq_bits) | (((uint64) 1 << seq_bits) - 1));
+}
+
 static int32
 id_sequence(int64 id)
 {

@@ -97,6 +97,222 @@ remove_import(const char *path, int elevel)
 		durable_unlink(path, elevel);
 }
 
+/* The four files as read by state_read_files. */
+typedef struct StateFiles
+{
+	FlakeMarks	marks;
+	FlakeServers servers;
+	FlakeFileProblem hwm_problem;
+	bool		hwm_ok;
+	FlakeRekeyClaim *claims;	/* NULL when they cannot be used */
+	uint32		nclaims;
+	FlakeFileProblem rekeys_problem;
+	FlakeMarks	import_marks;
+	FlakeServers import_servers;
+	FlakeFileProblem hwm_import_problem;
+	bool		hwm_import_ok;
+	FlakeRekeyClaim *import_claims;
+	uint32		nimport;
+	FlakeFileProblem rekeys_import_problem;
+	bool		importing;		/* an import file waits, intact or not */
+} StateFiles;
+
+/*
+ * Whether one of flake.hwm and flake.rekeys (FLAKE_WRITTEN_*), found
+ * missing, was lost: it was there in this server's life (state->written,
+ * in shared memory), or flake.written says flake wrote it, or (marked)
+ * marks are in use.  Two records, so that neither a file moved aside
+ * while the server runs nor one moved aside across a restart reads as
+ * "nothing issued": shared memory alone ends with the server, and
+ * flake.written alone can be moved aside with the file.
+ */
+static bool
+state_lost(const FlakeState *state, uint32 file, bool marked)
+{
+	return marked || (state->written & file) != 0 ||
+		(flake_datafile_written(NULL) & file) != 0;
+}
+
+/*
+ * Note that a file was there (read, or damaged), or was lost: a missing
+ * file that state_lost says was there is made FLAKE_FILE_LOST.  One read
+ * intact that flake.written does not name yet (written by 1.3, or a crash
+ * came between) is recorded there.
+ */
+static void
+state_note_file(FlakeState *state, uint32 file, FlakeFileProblem *problem,
+				bool marked)
+{
+	if (problem->status == FLAKE_FILE_MISSING)
+	{
+		if (state_lost(state, file, marked))
+			problem->status = FLAKE_FILE_LOST;
+		return;
+	}
+	state->written |= file;
+	if (problem->status == FLAKE_FILE_OK)
+		flake_datafile_set_written(file);
+}
+
+/*
+ * Read the four files: this server's (a missing one that was there is
+ * lost: state_note_file), and the imports waiting.
+ */
+static void
+state_read_files(FlakeState *state, StateFiles *files, bool marked)
+{
+	files->hwm_ok = flake_hwm_load(FLAKE_HWM_FILE, &files->marks,
+								   &files->servers, &files->hwm_problem);
+	state_note_file(state, FLAKE_WRITTEN_HWM, &files->hwm_problem, marked);
+	if (files->hwm_problem.status == FLAKE_FILE_LOST)
+		files->hwm_ok = false;
+
+	files->claims = flake_claims_load(FLAKE_REKEYS_FILE, &files->nclaims,
+									  &files->rekeys_problem);
+	state_note_file(state, FLAKE_WRITTEN_REKEYS, &files->rekeys_problem, false);
+	if (files->rekeys_problem.status == FLAKE_FILE_LOST)
+	{
+		pfree(files->claims);
+		files->claims = NULL;
+	}
+
+	files->hwm_import_ok = flake_hwm_load(FLAKE_HWM_IMPORT_FILE,
+										  &files->import_marks,
+										  &files->import_servers,
+										  &files->hwm_import_problem);
+	files->import_claims = flake_claims_load(FLAKE_REKEYS_IMPORT_FILE,
+											 &files->nimport,
+											 &files->rekeys_import_problem);
+	files->importing = files->hwm_import_problem.status != FLAKE_FILE_MISSING ||
+		files->rekeys_import_problem.status != FLAKE_FILE_MISSING;
+}
+
+/* Set the problems afresh from the files read. */
+static void
+state_set_problems(FlakeState *state, const StateFiles *files)
+{
+	state->generation.set = false;
+	state->claims.set = false;
+	if (files->claims == NULL)
+		set_problem(&state->claims, FLAKE_STATE_REKEYS, &files->rekeys_problem);
+	if (!files->hwm_ok)
+		set_problem(&state->generation, FLAKE_STATE_HWM, &files->hwm_problem);
+	else if (!files->hwm_import_ok)
+		set_problem(&state->generation, FLAKE_STATE_HWM_IMPORT,
+					&files->hwm_import_problem);
+	else if (files->import_claims == NULL)
+		set_problem(&state->generation, FLAKE_STATE_REKEYS_IMPORT,
+					&files->rekeys_import_problem);
+	else if (files->importing && files->claims == NULL)
+		set_problem(&state->generation, FLAKE_STATE_REKEYS,
+					&files->rekeys_problem);
+}
+
+/* Add the claims that replay brought while flake.rekeys could not be read. */
+static void
+state_take_replayed(FlakeState *state, StateFiles *files, bool online)
+{
+	uint32		ncover;
+	FlakeRekeyClaim *cover;
+	bool		changed = false;
+
+	if (files->claims == NULL || !state->replayed)
+		return;
+	cover = replayed_cover(state, &ncover);
+	files->nclaims = flake_claims_merge(&files->claims, files->nclaims, cover,
+										ncover, &changed);
+	if (changed)
+		flake_claims_write(files->claims, files->nclaims);
+	if (online)
+		flake_claims_log(cover, ncover);
+	state->replayed = false;
+	pfree(cover);
+}
+
+/*
+ * Take over the imports waiting: their claims merged into flake.rekeys,
+ * their marks into *marks and their servers into the servers flake.hwm
+ * names (written by the caller).
+ */
+static void
+state_take_imports(StateFiles *files, FlakeMarks *marks, bool online)
+{
+	bool		changed = false;
+
+	if (files->nimport > 0)
+	{
+		files->nclaims = flake_claims_merge(&files->claims, files->nclaims,
+											files->import_claims,
+											files->nimport, &changed);
+		if (changed)
+			flake_claims_write(files->claims, files->nclaims);
+		if (online)
+			flake_claims_log(files->import_claims, files->nimport);
+	}
+	marks_max(marks, &files->import_marks);
+	for (uint32 i = 0; i < files->import_servers.count; i++)
+		flake_hwm_servers_add(&files->servers, files->import_servers.id[i]);
+}
+
+/* Remove the import files taken over, and say so. */
+static void
+state_remove_imports(const StateFiles *files, int elevel)
+{
+	remove_import(FLAKE_REKEYS_IMPORT_FILE, elevel);
+	remove_import(FLAKE_HWM_IMPORT_FILE, elevel);
+	if (files->rekeys_import_problem.status != FLAKE_FILE_MISSING)
+		ereport(LOG,
+				(errmsg("flake took over the rekey claims of \"%s\"",
+						FLAKE_REKEYS_IMPORT_FILE)));
+	if (files->hwm_import_problem.status != FLAKE_FILE_MISSING)
+		ereport(LOG,
+				(errmsg("flake took over the marks of \"%s\"",
+						FLAKE_HWM_IMPORT_FILE)));
+}
+
+/*
+ * With an intact flake.hwm: raise *marks to the file's, take over the
+ * imports when nothing refuses, and write the file where that changed it
+ * (or where its format names no server).
+ */
+static void
+state_update_marks(FlakeState *state, StateFiles *files, FlakeMarks *marks,
+				   bool online)
+{
+	bool		take_over = files->importing && !state->generation.set;
+	bool		write_marks;
+
+	marks_max(marks, &files->marks);
+	/* above the file (replayed), or a format that names no server */
+	write_marks = memcmp(marks, &files->marks, sizeof(*marks)) != 0 ||
+		(files->hwm_problem.status == FLAKE_FILE_OK && files->servers.writer == 0);
+	if (take_over)
+	{
+		state_take_imports(files, marks, online);
+		write_marks = true;
+	}
+	if (write_marks)
+	{
+		flake_hwm_write(marks, &files->servers);
+		if (online)
+			flake_hwm_log(marks, files->import_servers.id,
+						  take_over ? files->import_servers.count : 0);
+	}
+	if (take_over)
+		state_remove_imports(files, online ? ERROR : FATAL);
+}
+
+static void
+state_free_files(StateFiles *files)
+{
+	pfree(files->servers.id);
+	pfree(files->import_servers.id);
+	if (files->claims != NULL)
+		pfree(files->claims);
+	if (files->import_claims != NULL)
+		pfree(files->import_claims);
+}
+
 /*
  * Read the four files, set the problems afresh, and take over the files
  * waiting under the import names when every file they need is intact: the
@@ -119,123 +335,25 @@ static bool
 state_load(FlakeState *state, FlakeMarkState *shared, FlakeMarks *marks,
 		   bool online)
 {
-	int			elevel = online ? ERROR : FATAL;
 	FlakeMarks	before = {0};
-	FlakeMarks	file_marks;
-	FlakeMarks	import_marks;
-	FlakeServers servers;
-	FlakeServers import_servers;
-	FlakeFileProblem hwm_problem;
-	FlakeFileProblem rekeys_problem;
-	FlakeFileProblem hwm_import_problem;
-	FlakeFileProblem rekeys_import_problem;
-	FlakeRekeyClaim *claims;
-	FlakeRekeyClaim *import_claims;
-	uint32		nclaims;
-	uint32		nimport;
-	bool		hwm_ok;
-	bool		hwm_import_ok;
-	bool		importing;
-	bool		write_marks;
-
-	hwm_ok = flake_hwm_load(FLAKE_HWM_FILE, &file_marks, &servers, &hwm_problem);
-	claims = flake_claims_load(FLAKE_REKEYS_FILE, &nclaims, &rekeys_problem);
-	hwm_import_ok = flake_hwm_load(FLAKE_HWM_IMPORT_FILE, &import_marks,
-								   &import_servers, &hwm_import_problem);
-	import_claims = flake_claims_load(FLAKE_REKEYS_IMPORT_FILE, &nimport,
-									  &rekeys_import_problem);
-	importing = hwm_import_problem.status != FLAKE_FILE_MISSING ||
-		rekeys_import_problem.status != FLAKE_FILE_MISSING;
-
-	state->generation.set = false;
-	state->claims.set = false;
-	if (claims == NULL)
-		set_problem(&state->claims, FLAKE_STATE_REKEYS, &rekeys_problem);
-	if (!hwm_ok)
-		set_problem(&state->generation, FLAKE_STATE_HWM, &hwm_problem);
-	else if (!hwm_import_ok)
-		set_problem(&state->generation, FLAKE_STATE_HWM_IMPORT, &hwm_import_problem);
-	else if (import_claims == NULL)
-		set_problem(&state->generation, FLAKE_STATE_REKEYS_IMPORT,
-					&rekeys_import_problem);
-	else if (importing && claims == NULL)
-		set_problem(&state->generation, FLAKE_STATE_REKEYS, &rekeys_problem);
-
-	/* the claims that replay brought while the file could not be read */
-	if (claims != NULL && state->replayed)
-	{
-		uint32		ncover;
-		FlakeRekeyClaim *cover = replayed_cover(state, &ncover);
-		bool		changed = false;
-
-		nclaims = flake_claims_merge(&claims, nclaims, cover, ncover, &changed);
-		if (changed)
-			flake_claims_write(claims, nclaims);
-		if (online)
-			flake_claims_log(cover, ncover);
-		state->replayed = false;
-		pfree(cover);
-	}
+	StateFiles	files;
+	bool		marked = false;
 
 	if (online)
 		flake_hwm_current(shared, &before);
+	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+		marked |= before.mark[i] > 0;
+	state_read_files(state, &files, marked);
+	state_set_problems(state, &files);
+	state_take_replayed(state, &files, online);
+
 	*marks = before;
-	if (hwm_ok)
-	{
-		bool		take_over = importing && !state->generation.set;
-
-		marks_max(marks, &file_marks);
-		/* above the file (replayed), or a format that names no server */
-		write_marks = memcmp(marks, &file_marks, sizeof(*marks)) != 0 ||
-			(hwm_problem.status == FLAKE_FILE_OK && servers.writer == 0);
-		if (take_over)
-		{
-			bool		changed = false;
-
-			if (nimport > 0)
-			{
-				nclaims = flake_claims_merge(&claims, nclaims, import_claims,
-											 nimport, &changed);
-				if (changed)
-					flake_claims_write(claims, nclaims);
-				if (online)
-					flake_claims_log(import_claims, nimport);
-			}
-			marks_max(marks, &import_marks);
-			for (uint32 i = 0; i < import_servers.count; i++)
-				flake_hwm_servers_add(&servers, import_servers.id[i]);
-			write_marks = true;
-		}
-		if (write_marks)
-		{
-			flake_hwm_write(marks, &servers);
-			if (online)
-				flake_hwm_log(marks, import_servers.id,
-							  take_over ? import_servers.count : 0);
-		}
-		if (take_over)
-		{
-			remove_import(FLAKE_REKEYS_IMPORT_FILE, elevel);
-			remove_import(FLAKE_HWM_IMPORT_FILE, elevel);
-			if (rekeys_import_problem.status != FLAKE_FILE_MISSING)
-				ereport(LOG,
-						(errmsg("flake took over the rekey claims of \"%s\"",
-								FLAKE_REKEYS_IMPORT_FILE)));
-			if (hwm_import_problem.status != FLAKE_FILE_MISSING)
-				ereport(LOG,
-						(errmsg("flake took over the marks of \"%s\"",
-								FLAKE_HWM_IMPORT_FILE)));
-		}
-	}
+	if (files.hwm_ok)
+		state_update_marks(state, &files, marks, online);
 	if (online)
 		flake_hwm_publish(shared, marks);
 
-	pfree(servers.id);
-	pfree(import_servers.id);
-	if (claims != NULL)
-		pfree(claims);
-	if (import_claims != NULL)
-		pfree(import_claims);
+	state_free_files(&files);
 	return memcmp(marks, &before, sizeof(before)) != 0;
 }
 
@@ -358,7 +476,7 @@ other_refuse(const char *path, const FlakeFileProblem *problem)
  * Read another server's state from its data directory: its flake.hwm and
  * flake.rekeys, either of which it never wrote if it is missing (a server
  * writes flake.hwm before its first id, and flake.rekeys at its first rekey
- * claim); system_identifier is the server's, from its pg_control, named
+ * claim), unless its flake.written says it did; system_identifier is the server's, from its pg_control, named
  * first.  A file there that cannot be read is an error naming it.
  */
 void
@@ -369,9 +487,16 @@ flake_state_read_other(const char *directory, uint64 system_identifier,
 	FlakeServers named;
 	FlakeFileProblem problem;
 
+	uint32		written = flake_datafile_written(directory);
+
 	snprintf(path, sizeof(path), "%s/%s", directory, FLAKE_HWM_FILE);
 	if (!flake_hwm_load(path, &other->marks, &named, &problem))
 		other_refuse(path, &problem);
+	if (problem.status == FLAKE_FILE_MISSING && (written & FLAKE_WRITTEN_HWM))
+	{
+		problem.status = FLAKE_FILE_LOST;
+		other_refuse(path, &problem);
+	}
 	other->servers.writer = named.writer;
 	other->servers.count = 0;
 	other->servers.id = palloc(0);
@@ -384,6 +509,11 @@ flake_state_read_other(const char *directory, uint64 system_identifier,
 	other->claims = flake_claims_load(path, &other->nclaims, &problem);
 	if (other->claims == NULL)
 		other_refuse(path, &problem);
+	if (problem.status == FLAKE_FILE_MISSING && (written & FLAKE_WRITTEN_REKEYS))
+	{
+		problem.status = FLAKE_FILE_LOST;
+		other_refuse(path, &problem);
+	}
 }
 
 /*
@@ -469,7 +599,7 @@ flake_state_repair(FlakeState *state, FlakeMarkState *shared,
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake's state files are intact: there is nothing to repair"),
-				 errhint("flake_repair_state() replaces a damaged flake.hwm or flake.rekeys (see \"Damaged state files\" in flake's docs/guarantees.md).")));
+				 errhint("flake_repair_state() replaces a damaged flake.hwm or flake.rekeys (see \"Damaged state files\" in flake's docs/guarantees.md). To correct a repair made with a wrong time, run SELECT flake_repair_state(t, again => true).")));
 	}
 
 	if (hwm_damaged)
@@ -512,6 +642,88 @@ flake_state_repair(FlakeState *state, FlakeMarkState *shared,
 }
 
 /*
+ * Redo a repair, the files intact (flake_repair_state(t, again => true)):
+ * each mark is raised to accepted, and one above trusted (by family: the
+ * end of its layout, or far ahead of the clock) is set to accepted even
+ * where lower.  Only those are lowered: no id can carry a time past its
+ * layout's end, and a family refuses every id while its last one is more
+ * than flake.max_borrow ahead of the clock, so a mark that far ahead was
+ * written by a repair (or a take-over), not by ids; below it, ids may
+ * carry any time up to the mark, and lowering it could issue them again.
+ * The families keep their state in memory until the server restarts
+ * (they only rise), so a mark lowered holds from then.  Logged in WAL
+ * (the marks-set record where one is lowered).  False, nothing done,
+ * where a file cannot be used: the caller repairs it.  The caller holds
+ * the marks' lock exclusively, and raises the families before releasing
+ * it.
+ */
+bool
+flake_state_repair_again(FlakeState *state, FlakeMarkState *shared,
+						 const FlakeMarks *accepted, const FlakeMarks *trusted)
+{
+	FlakeMarks	current;
+	FlakeMarks	marks;
+	FlakeServers servers;
+	bool		lowered = false;
+
+	(void) state_load(state, shared, &current, true);
+	if ((state->generation.set && state->generation.file == FLAKE_STATE_HWM) ||
+		state->claims.set)
+		return false;
+	flake_state_refuse(state, false);
+	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+	{
+		if (current.mark[i] > trusted->mark[i])
+		{
+			marks.mark[i] = accepted->mark[i];
+			lowered |= marks.mark[i] < current.mark[i];
+		}
+		else
+			marks.mark[i] = Max(current.mark[i], accepted->mark[i]);
+	}
+	if (memcmp(&marks, &current, sizeof(marks)) == 0)
+		return true;
+	flake_hwm_servers(&servers);
+	flake_hwm_write(&marks, &servers);
+	pfree(servers.id);
+	if (lowered)
+		flake_hwm_log_set(&marks);
+	else
+		flake_hwm_log(&marks, NULL, 0);
+	flake_hwm_publish(shared, &marks);
+	ereport(LOG,
+			(errmsg("flake_repair_state() replaced the marks of \"%s\"%s",
+					FLAKE_HWM_FILE, lowered ?
+					", lowering those far ahead: they hold once the server restarts" : "")));
+	return true;
+}
+
+/*
+ * Replay a record of marks set by a repair redone: flake.hwm and shared
+ * memory take them even where lower.  While flake.hwm cannot be used,
+ * shared memory alone, as flake_state_redo_marks does.
+ */
+void
+flake_state_redo_set(FlakeState *state, FlakeMarkState *shared, LWLock *lock,
+					 const FlakeMarks *logged)
+{
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	if (!state->generation.set || state->generation.file != FLAKE_STATE_HWM)
+	{
+		FlakeMarks	file_marks;
+		FlakeServers named;
+		FlakeFileProblem problem;
+
+		if (flake_hwm_load(FLAKE_HWM_FILE, &file_marks, &named, &problem) &&
+			problem.status == FLAKE_FILE_OK)
+			flake_hwm_write(logged, &named);
+		pfree(named.id);
+	}
+	flake_hwm_publish(shared, logged);
+	LWLockRelease(lock);
+}
+
+/*
  * Replay a record of the marks (and of the servers taken over): raise the
  * marks in flake.hwm and in shared memory.  Marks never go down: a record
  * replayed again changes nothing.  While flake.hwm cannot be used, the
@@ -533,7 +745,11 @@ flake_state_redo_marks(FlakeState *state, FlakeMarkState *shared, LWLock *lock,
 		FlakeServers named;
 		FlakeFileProblem problem;
 
-		if (!flake_hwm_load(FLAKE_HWM_FILE, &file_marks, &named, &problem))
+		bool		ok = flake_hwm_load(FLAKE_HWM_FILE, &file_marks, &named,
+										&problem);
+
+		state_note_file(state, FLAKE_WRITTEN_HWM, &problem, false);
+		if (!ok || problem.status == FLAKE_FILE_LOST)
 		{
 			set_problem(&state->generation, FLAKE_STATE_HWM, &problem);
 			state_refuse(WARNING, &state->generation, true);
@@ -572,7 +788,8 @@ flake_state_redo_claims(FlakeState *state, LWLock *lock,
 		FlakeRekeyClaim *claims = flake_claims_load(FLAKE_REKEYS_FILE, &count,
 													&problem);
 
-		if (claims != NULL)
+		state_note_file(state, FLAKE_WRITTEN_REKEYS, &problem, false);
+		if (claims != NULL && problem.status != FLAKE_FILE_LOST)
 		{
 			bool		changed = false;
 

@@ -37,7 +37,9 @@ typedef struct FlakeStateProblem
 } FlakeStateProblem;
 
 /*
- * What is wrong with the files, in shared memory, under the marks' lock.
+ * What is wrong with the files, in shared memory, under the marks' lock,
+ * and which of flake.hwm and flake.rekeys were there in this server's life
+ * (read, damaged or written): one of those missing later was lost.
  * The span of the claims that WAL replay brought while flake.rekeys could
  * not be read (node -1 - band for ulidflake bands, as in the file) is
  * claimed for every node between the lowest and the highest when the file
@@ -47,6 +49,7 @@ typedef struct FlakeState
 {
 	FlakeStateProblem generation;	/* refuses the generators and claims */
 	FlakeStateProblem claims;	/* refuses rekey claims: flake.rekeys */
+	uint32		written;		/* FLAKE_WRITTEN_*: files seen in this life */
 	bool		replayed;
 	int32		replayed_min_node;
 	int32		replayed_max_node;
@@ -77,10 +80,15 @@ extern void flake_state_take_over(FlakeState *state, FlakeMarkState *marks,
 extern void flake_state_repair(FlakeState *state, FlakeMarkState *marks,
 							   const FlakeMarks *accepted,
 							   const FlakeRekeyClaim *cover, uint32 ncover);
+extern bool flake_state_repair_again(FlakeState *state, FlakeMarkState *marks,
+									 const FlakeMarks *accepted,
+									 const FlakeMarks *trusted);
 extern void flake_state_warn(const FlakeState *state);
 extern void flake_state_redo_marks(FlakeState *state, FlakeMarkState *marks,
 								   LWLock *lock, const FlakeMarks *logged,
 								   const uint64 *servers, uint32 count);
+extern void flake_state_redo_set(FlakeState *state, FlakeMarkState *marks,
+								 LWLock *lock, const FlakeMarks *logged);
 extern void flake_state_redo_claims(FlakeState *state, LWLock *lock,
 									const FlakeRekeyClaim *claims,
 									uint32 count);

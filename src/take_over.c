@@ -11,11 +11,14 @@
  * two files there and merges them as the start-up import does (state.c),
  * with no restart, logged in WAL so that standbys follow.
  *
- * The old server must be stopped, and stay so (its files hold every id it
- * issued only once it issues no more): a directory whose postmaster.pid
- * names a live process is refused, as is this server's own directory and
- * anything that is not a data directory of PostgreSQL 15 or later.  The
- * other server's system identifier comes from its pg_control (or, after
+ * The old server must be stopped cleanly, and stay so (its files hold
+ * every id it issued only once it issues no more): a directory whose
+ * postmaster.pid names a live process is refused, as is one whose
+ * pg_control says it was not shut down cleanly, a base backup not
+ * recovered (backup_label), this server's own directory and anything that
+ * is not a data directory of PostgreSQL 15 or later.  Its files are read
+ * as flake reads its own (datafile.c): regular files only, never blocking.
+ * The other server's system identifier comes from its pg_control (or, after
  * pg_upgrade --link, pg_control.old), whose first fields every major
  * keeps in place; its checksum is checked where the major is this one's.
  *
@@ -45,6 +48,7 @@
 #include "utils/timestamp.h"
 
 #include "clock.h"
+#include "datafile.h"
 #include "hwm.h"
 #include "shmem.h"
 #include "state.h"
@@ -54,9 +58,120 @@
 
 PG_FUNCTION_INFO_V1(flake_take_over);
 
+/* The largest postmaster.pid read: its lines are far shorter */
+#define POSTMASTER_PID_MAX_SIZE 8192
+
+/*
+ * Read a file of the other server's data directory (palloc'd, *len
+ * bytes) as flake reads its own (datafile.c): a regular file, opened
+ * without blocking, at most max_size bytes; NULL where it is missing.
+ * Anything else is refused, naming it.
+ */
+static char *
+other_file(const char *path, size_t max_size, size_t *len)
+{
+	FlakeFileProblem problem;
+	char	   *data = flake_datafile_read(path, max_size, len, &problem);
+
+	if (data != NULL || problem.status == FLAKE_FILE_MISSING)
+		return data;
+	errno = problem.saved_errno;
+	ereport(ERROR,
+			(problem.status == FLAKE_FILE_UNREADABLE ?
+			 errcode_for_file_access() : errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 problem.status == FLAKE_FILE_UNREADABLE ?
+			 errmsg("could not read file \"%s\": %m", path) :
+			 problem.status == FLAKE_FILE_TOO_LARGE ?
+			 errmsg("file \"%s\" is larger than PostgreSQL writes it (at most %zu bytes)",
+					path, max_size) :
+			 problem.status == FLAKE_FILE_NOT_REGULAR ?
+			 errmsg("file \"%s\" is not a regular file", path) :
+			 errmsg("could not read file \"%s\" whole", path),
+			 errdetail("Nothing was taken over."),
+			 errhint("Give flake_take_over() the data directory of the old server, stopped, as PostgreSQL left it.")));
+	return NULL;				/* keep compiler quiet */
+}
+
+/* The words of pg_controldata for a cluster state */
+static const char *
+cluster_state(DBState state)
+{
+	switch (state)
+	{
+		case DB_STARTUP:
+			return "starting up";
+		case DB_SHUTDOWNED:
+			return "shut down";
+		case DB_SHUTDOWNED_IN_RECOVERY:
+			return "shut down in recovery";
+		case DB_SHUTDOWNING:
+			return "shutting down";
+		case DB_IN_CRASH_RECOVERY:
+			return "in crash recovery";
+		case DB_IN_ARCHIVE_RECOVERY:
+			return "in archive recovery";
+		case DB_IN_PRODUCTION:
+			return "in production";
+	}
+	return "unrecognized status code";
+}
+
+/*
+ * Refuse a directory whose server was not shut down cleanly, as its
+ * pg_control says (every major keeps the state at its place, and its
+ * values): its flake.hwm holds the marks of every id it issued only once
+ * it stopped cleanly.  A crashed server's file may be older than the WAL
+ * it would replay; a base backup's is as old as the copy, and the server
+ * it came from issued ids after.  A server stopped in recovery (a
+ * standby, or a backup whose recovery ran) has its marks up to the WAL it
+ * replayed.
+ */
+static void
+refuse_unclean(const char *directory, const char *name, DBState state)
+{
+	if (state == DB_SHUTDOWNED || state == DB_SHUTDOWNED_IN_RECOVERY)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the server of data directory \"%s\" was not shut down cleanly", directory),
+			 errdetail("Its \"%s\" says \"%s\": its flake.hwm may lack the marks of ids it issued last, which could then be issued again. Nothing was taken over.",
+					   name, cluster_state(state)),
+			 errhint("Start that server and stop it cleanly (pg_ctl stop -D \"%s\"), then take over its state.",
+					 directory)));
+}
+
+/*
+ * Refuse a base backup whose recovery has not run: its backup_label (or
+ * tablespace_map) is still there.  Its files are those of when it was
+ * copied, and its server issued ids after.
+ */
+static void
+refuse_backup(const char *directory)
+{
+	static const char *const names[] = {"backup_label", "tablespace_map"};
+
+	for (size_t i = 0; i < lengthof(names); i++)
+	{
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", directory, names[i]);
+		if (lstat(path, &st) != 0 && errno == ENOENT)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("data directory \"%s\" is a base backup whose recovery has not run", directory),
+				 errdetail("It has a %s: its flake state is as old as the copy, and the server it was copied from may have issued ids since, which could then be issued again. Nothing was taken over.",
+						   names[i]),
+				 errhint("Take over the data directory of the server the backup was taken from, once stopped cleanly; or start a server on the backup with its WAL, let recovery finish, stop it cleanly (pg_ctl stop -D \"%s\"), and take over its state then.",
+						 directory)));
+	}
+}
+
 /*
  * The system identifier of the server of a data directory, from its
- * pg_control (pg_control.old where pg_upgrade --link disabled it).
+ * pg_control (pg_control.old where pg_upgrade --link disabled it), once
+ * it says the server was shut down cleanly.
  */
 static uint64
 directory_system_identifier(const char *directory)
@@ -67,21 +182,17 @@ directory_system_identifier(const char *directory)
 	for (size_t i = 0; i < lengthof(names); i++)
 	{
 		char		path[MAXPGPATH];
-		ssize_t		got;
-		int			fd;
+		char	   *data;
+		size_t		got;
 
 		snprintf(path, sizeof(path), "%s/%s", directory, names[i]);
-		fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
-		if (fd < 0 && errno == ENOENT)
+		data = other_file(path, PG_CONTROL_FILE_SIZE, &got);
+		if (data == NULL)
 			continue;
-		if (fd < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not open file \"%s\": %m", path)));
 		memset(&control, 0, sizeof(control));
-		got = read(fd, &control, sizeof(control));
-		CloseTransientFile(fd);
-		if (got < (ssize_t) offsetof(ControlFileData, time) ||
+		memcpy(&control, data, Min(got, sizeof(control)));
+		pfree(data);
+		if (got < offsetof(ControlFileData, checkPoint) ||
 			control.pg_control_version < OLDEST_CONTROL_VERSION ||
 			control.pg_control_version > 9999)
 			ereport(ERROR,
@@ -95,12 +206,13 @@ directory_system_identifier(const char *directory)
 			INIT_CRC32C(crc);
 			COMP_CRC32C(crc, &control, offsetof(ControlFileData, crc));
 			FIN_CRC32C(crc);
-			if (got != sizeof(control) || !EQ_CRC32C(crc, control.crc))
+			if (got < sizeof(control) || !EQ_CRC32C(crc, control.crc))
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
 						 errmsg("the pg_control file of data directory \"%s\" is damaged", directory),
 						 errdetail("Its checksum is wrong: \"%s\".", path)));
 		}
+		refuse_unclean(directory, names[i], control.state);
 		return control.system_identifier;
 	}
 	ereport(ERROR,
@@ -119,22 +231,19 @@ static void
 refuse_running(const char *directory)
 {
 	char		path[MAXPGPATH];
-	FILE	   *file;
+	char	   *data;
+	size_t		len;
 	long		pid = 0;
 
 	snprintf(path, sizeof(path), "%s/postmaster.pid", directory);
-	file = AllocateFile(path, "r");
-	if (file == NULL)
-	{
-		if (errno == ENOENT)
-			return;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", path)));
-	}
-	if (fscanf(file, "%ld", &pid) != 1)
+	data = other_file(path, POSTMASTER_PID_MAX_SIZE, &len);
+	if (data == NULL)
+		return;
+	data = repalloc(data, len + 1);
+	data[len] = '\0';
+	if (sscanf(data, "%ld", &pid) != 1)
 		pid = 0;
-	FreeFile(file);
+	pfree(data);
 	/* a single-user backend writes its pid negated */
 	pid = labs(pid);
 	if (pid > 0 && (kill((pid_t) pid, 0) == 0 || errno == EPERM))
@@ -177,6 +286,7 @@ other_directory(const char *directory)
 				 errmsg("\"%s\" is this server's own data directory", directory),
 				 errhint("Give the data directory of the server the databases came from.")));
 	refuse_running(directory);
+	refuse_backup(directory);
 	return directory_system_identifier(directory);
 }
 

@@ -162,6 +162,17 @@ static const FlakeShmemPart shared_part = {
 	.raise = raise_last,
 };
 
+/*
+ * Raise the last value to the last entropy of the millisecond of a value
+ * that arrived from another server (receive.c), so that the next one comes
+ * after it.  The caller has made the mark cover it.
+ */
+void
+ulidflake_raise_last(int64 value)
+{
+	flake_raise_last(&ulidflake_shared->last, (uint64) value | ULIDFLAKE_MAX_ENTROPY);
+}
+
 /* From _PG_init, while shared_preload_libraries are loaded. */
 void
 ulidflake_add_shmem(void)

@@ -25,6 +25,7 @@
 #define ULIDFLAKE_MAX_SID			((1 << ULIDFLAKE_SID_BITS) - 1)
 
 extern void ulidflake_add_shmem(void);
+extern void ulidflake_raise_last(int64_t value);
 extern void ulidflake_check_nonnegative(int64_t value);
 
 #endif							/* FLAKE_ULIDFLAKE_H */

@@ -6,7 +6,7 @@
  * Each time a family's mark moves a chunk ahead, hwm.c logs all three
  * marks in a record of this resource manager; each rekey claim is logged
  * in one too (claims.c), and another server's state taken over in one
- * (state.c).  Replay raises the marks, in flake.hwm and in shared memory,
+ * (state.c), and a repair redone in one (state.c).  Replay raises the marks, in flake.hwm and in shared memory,
  * names the servers taken over, and adds the claims to flake.rekeys
  * (state.c: while a file cannot be used, in shared memory only), wherever WAL is
  * replayed: on a standby, in crash recovery, and when a base backup is
@@ -39,7 +39,7 @@ record_is_valid(XLogReaderState *record)
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
 	uint32		len = XLogRecGetDataLen(record);
 
-	if (info == XLOG_FLAKE_MARKS)
+	if (info == XLOG_FLAKE_MARKS || info == XLOG_FLAKE_MARKS_SET)
 		return len == sizeof(FlakeMarks);
 	if (info == XLOG_FLAKE_TAKE_OVER)
 		return len > sizeof(FlakeMarks) &&
@@ -71,6 +71,14 @@ flake_redo(XLogReaderState *record)
 							   flake_shared->lock, &logged, servers, count);
 		pfree(servers);
 	}
+	else if (info == XLOG_FLAKE_MARKS_SET)
+	{
+		FlakeMarks	logged;
+
+		memcpy(&logged, XLogRecGetData(record), sizeof(logged));
+		flake_state_redo_set(&flake_shared->state, &flake_shared->marks.value,
+							 flake_shared->lock, &logged);
+	}
 	else
 	{
 		uint32		n = XLogRecGetDataLen(record) / sizeof(FlakeRekeyClaim);
@@ -89,7 +97,8 @@ flake_desc(StringInfo buf, XLogReaderState *record)
 
 	if (!record_is_valid(record))
 		return;
-	if (info == XLOG_FLAKE_MARKS || info == XLOG_FLAKE_TAKE_OVER)
+	if (info == XLOG_FLAKE_MARKS || info == XLOG_FLAKE_TAKE_OVER ||
+		info == XLOG_FLAKE_MARKS_SET)
 	{
 		FlakeMarks	marks;
 
@@ -130,6 +139,8 @@ flake_identify(uint8 info)
 		return "REKEY_CLAIMS";
 	if ((info & ~XLR_INFO_MASK) == XLOG_FLAKE_TAKE_OVER)
 		return "TAKE_OVER";
+	if ((info & ~XLR_INFO_MASK) == XLOG_FLAKE_MARKS_SET)
+		return "MARKS_SET";
 	return NULL;
 }
 

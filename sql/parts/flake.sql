@@ -403,3 +403,26 @@ COMMENT ON FUNCTION flake_internal.origin_local() IS
 CREATE TRIGGER flake_origin_local BEFORE INSERT OR UPDATE OR DELETE ON flake_internal.flake_origin
 	FOR EACH ROW EXECUTE FUNCTION flake_internal.origin_local();
 ALTER TABLE flake_internal.flake_origin ENABLE ALWAYS TRIGGER flake_origin_local, REPLICA IDENTITY FULL;
+
+-- Ids that arrive from another server (receive.c): a blue/green cutover
+-- through logical replication and its rollback, a restore of a running
+-- server's dump.  The trigger is added by flake to the tables of this
+-- database's subscriptions (after CREATE or ALTER SUBSCRIPTION), enabled
+-- for replica sessions only: the subscription's workers.  An upgrade
+-- replaces the function, never drops it: the triggers use it.
+CREATE FUNCTION flake_internal.raise_marks() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'flake_raise_marks' LANGUAGE C;
+COMMENT ON FUNCTION flake_internal.raise_marks() IS
+	'trigger flake_raise_marks of subscribed tables: raise this server''s high-water marks '
+	'above the ids of the columns whose default is a flake generator';
+-- superusers only (also checked in C): it reads every table of the
+-- database and raises the state every database's ids depend on
+CREATE FUNCTION flake_take_over_ids(OUT servers bigint[],
+									OUT flake_next_mark timestamptz, OUT ulidflake_mark timestamptz,
+									OUT randflake_mark timestamptz, OUT ids bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+REVOKE EXECUTE ON FUNCTION flake_take_over_ids() FROM PUBLIC;
+COMMENT ON FUNCTION flake_take_over_ids() IS
+	'take over the servers flake_origin names from the ids this database holds, '
+	'with no access to them: after restoring a dump of a running server';

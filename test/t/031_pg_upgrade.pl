@@ -63,7 +63,7 @@ sub refused
 	{
 		my ($ret, $stdout, $stderr) = $node->psql($db, "\\set VERBOSITY verbose\n$call");
 		like($stderr,
-			qr/ERROR:  55000: this database holds ids of another server, whose flake state this server lacks.*HINT:  Take over the old server's state, with no restart: SELECT flake_take_over\('\/path\/to\/old\/data'\) as a superuser/s,
+			qr/ERROR:  55000: this database holds ids of another server, whose flake state this server lacks.*HINT:  Take over the old server's state, with no restart, as a superuser: SELECT flake_take_over\('\/path\/to\/old\/data'\) .*SELECT flake_take_over_ids\(\)/s,
 			"$what: $call is refused");
 	}
 	is(reissued($node, $db, 'refused'), 'flake 0, randflake 0, ulidflake 0',

@@ -10,7 +10,9 @@
 # the old server and issues none of its ids either.  A server that never
 # generated has no files: taken over with nothing (its pg_control.old, as
 # pg_upgrade --link leaves it, names it).  Refused, nothing changed: the
-# directory of a running server, a damaged or unreadable file there.
+# directory of a running server, a base backup of it (with its
+# backup_label, or its pg_control "in production"), a damaged or
+# unreadable file there.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -42,7 +44,8 @@ sub reissued
 }
 
 # the old server: ids of each family and a rekey, its clock frozen
-my ($old) = frozen_server('old', $conf);
+# (streaming: a base backup is taken of it while it runs)
+my ($old) = frozen_server('old', $conf . "wal_level = replica\nmax_wal_senders = 2\n");
 $old->safe_psql('postgres', q{
 	CREATE EXTENSION flake;
 	CREATE TABLE ids (phase text NOT NULL, family text NOT NULL, id bigint NOT NULL);
@@ -77,6 +80,25 @@ like($stderr, qr/ERROR:  55000: this database holds ids of another server.*HINT:
 ($ret, $stdout, $stderr) = $new->psql('postgres', sprintf("\\set VERBOSITY verbose\nSELECT flake_take_over('%s')", $old->data_dir));
 like($stderr, qr/ERROR:  55006: the server of data directory ".*" is running/,
 	'the directory of a running server is refused');
+
+# a base backup of the running server, then a last burst that the
+# backup's flake.hwm does not cover (taken over, its ids were issued
+# again): refused with its backup_label, and without it (its pg_control
+# says "in production"); the restored database stays refused, 0 ids
+$old->backup('running');
+my $copy = $old->backup_dir . '/running';
+$old->safe_psql('postgres', join('',
+	map { "INSERT INTO ids SELECT 'late', '$_', $generators{$_} FROM generate_series(1, 2000);\n" }
+	  sort keys %generators));
+($ret, $stdout, $stderr) = $new->psql('postgres', "\\set VERBOSITY verbose\nSELECT flake_take_over('$copy')");
+like($stderr, qr/ERROR:  55000: data directory ".*" is a base backup whose recovery has not run.*HINT:  .*pg_ctl stop -D/s,
+	'a base backup of the running server is refused, naming its backup_label');
+rename "$copy/backup_label", "$copy/backup_label.old" or die $!;
+($ret, $stdout, $stderr) = $new->psql('postgres', "\\set VERBOSITY verbose\nSELECT flake_take_over('$copy')");
+like($stderr, qr/ERROR:  55000: the server of data directory ".*" was not shut down cleanly.*DETAIL:  Its "global\/pg_control" says "in production".*HINT:  Start that server and stop it cleanly \(pg_ctl stop -D/s,
+	'without it, refused: its pg_control says "in production"');
+($ret, $stdout, $stderr) = $new->psql('restored', 'SELECT flake_next()');
+like($stderr, qr/this database holds ids of another server/, 'the restored database is still refused: 0 ids issued');
 $old->stop;
 
 # damaged and unreadable files in a data directory: refused, naming the

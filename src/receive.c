@@ -1,0 +1,606 @@
+/*-------------------------------------------------------------------------
+ *
+ * receive.c
+ *	  Ids that arrive from another server raise this server's marks.
+ *
+ * A blue/green cutover moves a database to another server through logical
+ * replication while the first keeps running (for a rollback, the other way
+ * back later); a dump of a running server is restored elsewhere.  Neither
+ * carries flake.hwm, and the receiving server, generating on the same nodes
+ * from its own clock, would issue the sender's ids again.  What arrives is
+ * the ids themselves, and each one decodes to its family's time (and node):
+ * raising this server's mark and node above every id it holds is enough
+ * for it never to issue one again, with no access to the sender.
+ *
+ * Which columns hold ids: those whose default calls one of flake's
+ * generators (flake_next(), ulidflake_next(), randflake_next(), with or
+ * without argument; flake.serial_default writes such defaults), of the
+ * generator's type.  Randflake ids decrypt with this server's secret, which
+ * must then be the sender's.
+ *
+ * Replication: after CREATE or ALTER SUBSCRIPTION, flake's ProcessUtility
+ * hook gives each subscribed table that has such a column the trigger
+ * flake_raise_marks, enabled for replica sessions only: it fires in the
+ * subscription's apply and table-sync workers and nowhere else, so the
+ * generators' hot path does not change.  Per row it decodes each id (a
+ * decryption for randflake), reads the mark atomically and raises the
+ * node's last value with a compare-and-swap; once per chunk of the mark
+ * (hwm.c), the file and WAL.
+ *
+ * Restore: flake_take_over_ids() reads every such column of the database
+ * (a full scan) and takes over the servers its flake_origin names at the
+ * newest time found, as flake_take_over() does with a stopped server's
+ * files (state.c).
+ *
+ * An id more than FLAKE_RECEIVE_MAX_AHEAD_MS ahead of this server's clock
+ * is refused, not taken: it was made with other settings or another secret
+ * (its decoded time is noise), or by a server whose clock is that far off;
+ * raising the marks to it would stop this server's generators until their
+ * clock got there.  The bound also limits what a role that writes a
+ * publisher's table can do to the subscriber's generators.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xlog.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_subscription_rel.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "clock.h"
+#include "compat.h"
+#include "hwm.h"
+#include "origin.h"
+#include "randflake.h"
+#include "receive.h"
+#include "shmem.h"
+#include "snowflake.h"
+#include "state.h"
+#include "ulidflake.h"
+
+/*
+ * How far ahead of this server's clock an id that arrives may be: clocks
+ * that far apart (and the ids a sender borrowed ahead) are taken; the
+ * generators then wait or refuse until their clock gets there.
+ */
+#define FLAKE_RECEIVE_MAX_AHEAD_MS	(5 * 60 * 1000)
+
+#define RAISE_MARKS_TRIGGER		"flake_raise_marks"
+#define RAISE_MARKS_FUNCTION	"raise_marks"
+
+/* A column that holds ids of a family. */
+typedef struct ReceivedColumn
+{
+	AttrNumber	attnum;
+	FlakeHwm	family;
+} ReceivedColumn;
+
+/* The columns of a table that hold ids, cached per table. */
+typedef struct ReceivedTable
+{
+	Oid			relid;
+	int			ncolumns;
+	ReceivedColumn *columns;	/* in CacheMemoryContext */
+} ReceivedTable;
+
+static HTAB *received_tables = NULL;
+
+PG_FUNCTION_INFO_V1(flake_raise_marks);
+PG_FUNCTION_INFO_V1(flake_take_over_ids);
+
+/* The generator a function is, by its family; false if not flake's. */
+static bool
+generator_family(Oid funcid, FlakeHwm *family)
+{
+	static const struct
+	{
+		const char *name;
+		FlakeHwm	family;
+	}			generators[] = {
+		{"flake_next", FLAKE_HWM_SNOWFLAKE},
+		{"ulidflake_next", FLAKE_HWM_ULIDFLAKE},
+		{"randflake_next", FLAKE_HWM_RANDFLAKE},
+	};
+	char	   *name;
+
+	if (get_func_namespace(funcid) != flake_extension_schema())
+		return false;
+	name = get_func_name(funcid);
+	for (size_t i = 0; i < lengthof(generators); i++)
+		if (name != NULL && strcmp(name, generators[i].name) == 0)
+		{
+			*family = generators[i].family;
+			return true;
+		}
+	return false;
+}
+
+typedef struct GeneratorCall
+{
+	Oid			type;			/* the column's type */
+	FlakeHwm	family;
+	bool		found;
+} GeneratorCall;
+
+/* expression_tree_walker: a call of a generator that returns the column's type */
+static bool
+find_generator(Node *node, GeneratorCall *call)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		FuncExpr   *func = (FuncExpr *) node;
+
+		if (func->funcresulttype == call->type &&
+			generator_family(func->funcid, &call->family))
+		{
+			call->found = true;
+			return true;
+		}
+	}
+	return expression_tree_walker(node, find_generator, call);
+}
+
+/*
+ * The columns of a table whose default calls one of flake's generators;
+ * palloc'd in the current memory context.  The defaults are read from the
+ * relation's descriptor: no code of anyone's runs.
+ */
+static int
+received_columns(Relation rel, ReceivedColumn **columns)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			n = 0;
+
+	*columns = palloc(sizeof(ReceivedColumn) * Max(desc->constr ? desc->constr->num_defval : 0, 1));
+	if (desc->constr == NULL)
+		return 0;
+	for (int i = 0; i < desc->constr->num_defval; i++)
+	{
+		AttrDefault *def = &desc->constr->defval[i];
+		Form_pg_attribute att = TupleDescAttr(desc, def->adnum - 1);
+		GeneratorCall call = {att->atttypid, FLAKE_HWM_SNOWFLAKE, false};
+
+		if (att->attisdropped)
+			continue;
+		(void) find_generator(stringToNode(def->adbin), &call);
+		if (call.found)
+		{
+			(*columns)[n].attnum = def->adnum;
+			(*columns)[n].family = call.family;
+			n++;
+		}
+	}
+	return n;
+}
+
+static void
+forget_table(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	ReceivedTable *table;
+
+	hash_seq_init(&status, received_tables);
+	while ((table = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || table->relid == relid)
+		{
+			pfree(table->columns);
+			(void) hash_search(received_tables, &table->relid, HASH_REMOVE, NULL);
+		}
+}
+
+/* The columns of a table that hold ids, from the cache when they are there. */
+static ReceivedTable *
+received_table(Relation rel)
+{
+	ReceivedTable *table;
+	bool		found;
+
+	if (received_tables == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(ReceivedTable);
+		received_tables = hash_create("flake received tables", 16, &ctl,
+									  HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(forget_table, (Datum) 0);
+	}
+	table = hash_search(received_tables, &RelationGetRelid(rel), HASH_ENTER, &found);
+	if (!found)
+	{
+		MemoryContext old = MemoryContextSwitchTo(CacheMemoryContext);
+
+		PG_TRY();
+		{
+			table->columns = NULL;
+			table->ncolumns = received_columns(rel, &table->columns);
+		}
+		PG_CATCH();
+		{
+			(void) hash_search(received_tables, &RelationGetRelid(rel), HASH_REMOVE, NULL);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(old);
+	}
+	return table;
+}
+
+/* An id as a family's generator names it, and its time. */
+static const char *const family_generator[FLAKE_HWM_FAMILIES] = {
+	"flake_next()", "randflake_next()", "ulidflake_next()"
+};
+
+/*
+ * Decode an id of a family: its mark value (the family's unit: ms, or s for
+ * randflake) and what raising its node takes (raw); false for a value that
+ * is not one of the family's ids (negative).  An id too far ahead of this
+ * server's clock is refused.
+ */
+static bool
+decode_received(Relation rel, const ReceivedColumn *col, Datum value,
+				int64 *mark, uint64 *raw)
+{
+	int64		id = DatumGetInt64(value);
+	int64		unix_ms;
+
+	switch (col->family)
+	{
+		case FLAKE_HWM_SNOWFLAKE:
+			if (id < 0)
+				return false;
+			*raw = (uint64) id;
+			*mark = unix_ms = snowflake_unix_ms_of(id);
+			break;
+		case FLAKE_HWM_ULIDFLAKE:
+			if (id < 0)
+				return false;
+			*raw = (uint64) id;
+			*mark = unix_ms = (id >> ULIDFLAKE_ENTROPY_BITS) + ULIDFLAKE_EPOCH_UNIX_MS;
+			break;
+		case FLAKE_HWM_RANDFLAKE:
+			*raw = randflake_raw_of(id);
+			*mark = (int64) (*raw >> (RANDFLAKE_NODE_BITS + RANDFLAKE_SEQUENCE_BITS)) + RANDFLAKE_EPOCH_UNIX;
+			unix_ms = *mark * 1000;
+			break;
+		default:
+			return false;
+	}
+	if (unix_ms - flake_clock_unix_ms() > FLAKE_RECEIVE_MAX_AHEAD_MS)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the %s id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made at %s, later than this server's clock allows",
+						family_generator[col->family], id,
+						NameStr(TupleDescAttr(RelationGetDescr(rel), col->attnum - 1)->attname),
+						RelationGetRelationName(rel),
+						timestamptz_to_str(flake_unix_ms_to_timestamptz(unix_ms))),
+				 errdetail("flake raises this server's high-water marks above the ids it receives, so that it never issues them again, but not more than %d minutes ahead of its clock. Either the id was made with other settings (flake.epoch, flake.node_bits, flake.sequence_bits) or another flake.randflake_secret than this server's, or by a server whose clock is that far ahead.",
+						   FLAKE_RECEIVE_MAX_AHEAD_MS / 60000),
+				 errhint("Give both servers the same settings, secret and synchronized clocks. If the column's values are not ids of this family, disable the trigger %s on the table.",
+						 RAISE_MARKS_TRIGGER)));
+	return true;
+}
+
+/* Raise this server's mark and node above an id: see flake_hwm_cover. */
+static void
+raise_to(FlakeHwm family, int64 mark, uint64 raw)
+{
+	flake_hwm_cover(&flake_shared->marks.value, flake_shared->lock, family, mark);
+	switch (family)
+	{
+		case FLAKE_HWM_SNOWFLAKE:
+			snowflake_raise_node((int64) raw);
+			break;
+		case FLAKE_HWM_ULIDFLAKE:
+			ulidflake_raise_last((int64) raw);
+			break;
+		case FLAKE_HWM_RANDFLAKE:
+			randflake_raise_node(raw);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * The trigger flake_raise_marks: before each row a subscription's worker
+ * inserts or updates, raise the marks above its ids.
+ */
+Datum
+flake_raise_marks(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	tuple;
+	ReceivedTable *table;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("flake_internal.raise_marks() must be a BEFORE INSERT OR UPDATE trigger FOR EACH ROW")));
+	flake_require_shared();
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	table = received_table(trigdata->tg_relation);
+	for (int i = 0; i < table->ncolumns; i++)
+	{
+		const ReceivedColumn *col = &table->columns[i];
+		bool		isnull;
+		Datum		value = heap_getattr(tuple, col->attnum,
+										 RelationGetDescr(trigdata->tg_relation), &isnull);
+		int64		mark;
+		uint64		raw;
+
+		if (!isnull && decode_received(trigdata->tg_relation, col, value, &mark, &raw))
+			raise_to(col->family, mark, raw);
+	}
+	return PointerGetDatum(tuple);
+}
+
+/* The function of the trigger, flake_internal.raise_marks(), or InvalidOid. */
+static Oid
+raise_marks_function(void)
+{
+	Oid			namespace = get_namespace_oid("flake_internal", true);
+	Oid			funcid;
+	Oid			extension = get_extension_oid("flake", true);
+
+	if (!OidIsValid(namespace) || !OidIsValid(extension))
+		return InvalidOid;
+	funcid = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+							 CStringGetDatum(RAISE_MARKS_FUNCTION),
+							 PointerGetDatum(buildoidvector(NULL, 0)),
+							 ObjectIdGetDatum(namespace));
+	/* flake's own, not a function someone else put there */
+	if (!OidIsValid(funcid) ||
+		getExtensionOfObject(ProcedureRelationId, funcid) != extension)
+		return InvalidOid;
+	return funcid;
+}
+
+/* Whether a table has a trigger of the function. */
+static bool
+has_trigger(Relation rel, Oid funcid)
+{
+	TriggerDesc *triggers = rel->trigdesc;
+
+	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
+		if (triggers->triggers[i].tgfoid == funcid)
+			return true;
+	return false;
+}
+
+/*
+ * Give a subscribed table the trigger, enabled for replica sessions (the
+ * subscription's workers), where it has a column of ids and has none yet.
+ * As the role that changed the subscription, which must own the table (a
+ * superuser does): with too few rights, a warning says what is missing.
+ */
+static void
+add_trigger(Oid relid, Oid funcid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	ReceivedColumn *columns;
+	char	   *name;
+
+	if (rel == NULL)
+		return;
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		received_columns(rel, &columns) == 0 || has_trigger(rel, funcid))
+	{
+		relation_close(rel, AccessShareLock);
+		return;
+	}
+	name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+	relation_close(rel, AccessShareLock);
+	if (!flake_table_ownercheck(relid, GetUserId()))
+	{
+		ereport(WARNING,
+				(errmsg("ids that replication brings into table %s will not raise flake's high-water marks", name),
+				 errdetail("Only the table's owner can give it the trigger " RAISE_MARKS_TRIGGER "."),
+				 errhint("Have the owner or a superuser run ALTER SUBSCRIPTION ... REFRESH PUBLICATION.")));
+		return;
+	}
+	if (SPI_execute(psprintf("CREATE TRIGGER " RAISE_MARKS_TRIGGER " BEFORE INSERT OR UPDATE ON %s"
+							 " FOR EACH ROW EXECUTE FUNCTION flake_internal." RAISE_MARKS_FUNCTION "()",
+							 name), false, 0) != SPI_OK_UTILITY ||
+		SPI_execute(psprintf("ALTER TABLE %s ENABLE REPLICA TRIGGER " RAISE_MARKS_TRIGGER, name),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not add trigger " RAISE_MARKS_TRIGGER " to table %s", name);
+}
+
+/*
+ * After CREATE or ALTER SUBSCRIPTION (flake's ProcessUtility hook): give
+ * every table this database's subscriptions replicate into, that has a
+ * column of ids, the trigger, before their workers start (they start when
+ * the transaction commits).  Nothing where flake is not preloaded or not
+ * installed in this database.
+ */
+void
+flake_receive_subscribed_tables(void)
+{
+	Oid			funcid;
+	Relation	catalog;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *relids = NIL;
+	ListCell   *lc;
+
+	if (flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
+		!OidIsValid(funcid = raise_marks_function()))
+		return;
+	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
+	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		relids = list_append_unique_oid(relids,
+										((Form_pg_subscription_rel) GETSTRUCT(tuple))->srrelid);
+	systable_endscan(scan);
+	table_close(catalog, AccessShareLock);
+	if (relids == NIL)
+		return;
+
+	SPI_connect();
+	foreach(lc, relids)
+		add_trigger(lfirst_oid(lc), funcid);
+	SPI_finish();
+}
+
+/*
+ * Read every id in the columns of ids of a table into the newest mark of
+ * each family; the number of ids read.
+ */
+static int64
+scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
+		   FlakeMarks *newest)
+{
+	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	int64		ids = 0;
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		for (int i = 0; i < ncolumns; i++)
+		{
+			bool		isnull;
+			Datum		value = slot_getattr(slot, columns[i].attnum, &isnull);
+			int64		mark;
+			uint64		raw;
+
+			if (!isnull && decode_received(rel, &columns[i], value, &mark, &raw))
+			{
+				newest->mark[columns[i].family] = Max(newest->mark[columns[i].family], mark);
+				ids++;
+			}
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	return ids;
+}
+
+/* A mark as a timestamptz (unit: ms, or s), NULL where there is none. */
+static Datum
+mark_datum(int64 mark, int64 ms_per_unit, bool *isnull)
+{
+	*isnull = mark <= 0;
+	return TimestampTzGetDatum(flake_unix_ms_to_timestamptz(mark * ms_per_unit));
+}
+
+/*
+ * flake_take_over_ids(): take over the servers this database's flake_origin
+ * names from the ids the database holds, with no access to those servers:
+ * after a restore of a dump of a running server.  Returns the servers, the
+ * newest time found per family (NULL where none) and the number of ids read.
+ */
+Datum
+flake_take_over_ids(PG_FUNCTION_ARGS)
+{
+	FlakeOtherState other;
+	Relation	pg_class;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	int64		ids = 0;
+	TupleDesc	tupdesc;
+	Datum	   *servers;
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to take over another server's flake state"),
+				 errdetail("Only superusers may: it reads every table of the database and raises the state the ids of every database depend on.")));
+	flake_require_shared();
+	PreventCommandIfReadOnly("flake_take_over_ids()");
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot take over another server's flake state during recovery"),
+				 errhint("Take it over on the primary: standbys follow it through WAL.")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	memset(&other, 0, sizeof(other));
+	flake_origin_servers(&other.servers);
+
+	/* every table with a column of ids, read straight from the heap */
+	pg_class = table_open(RelationRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(pg_class, 0, NULL);
+	while (HeapTupleIsValid(tuple = heap_getnext(scan, ForwardScanDirection)))
+	{
+		Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
+		Relation	rel;
+		ReceivedColumn *columns;
+		int			ncolumns;
+
+		if (form->relkind != RELKIND_RELATION || form->relpersistence == RELPERSISTENCE_TEMP)
+			continue;
+		rel = table_open(form->oid, AccessShareLock);
+		ncolumns = received_columns(rel, &columns);
+		if (ncolumns > 0)
+			ids += scan_table(rel, columns, ncolumns, &other.marks);
+		pfree(columns);
+		table_close(rel, AccessShareLock);
+	}
+	table_endscan(scan);
+	table_close(pg_class, AccessShareLock);
+
+	/* no backend passes to its first id until the families are raised */
+	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+	flake_state_take_over(&flake_shared->state, &flake_shared->marks.value, &other);
+	flake_shmem_raise();
+	LWLockRelease(flake_shared->lock);
+	ereport(LOG,
+			(errmsg("flake took over the state of %u other servers from the " INT64_FORMAT " ids of database \"%s\"",
+					other.servers.count, ids, get_database_name(MyDatabaseId))));
+
+	servers = palloc(sizeof(Datum) * Max(other.servers.count, 1));
+	for (uint32 i = 0; i < other.servers.count; i++)
+		servers[i] = Int64GetDatum((int64) other.servers.id[i]);
+	values[0] = PointerGetDatum(construct_array(servers, other.servers.count, INT8OID,
+												sizeof(int64), FLOAT8PASSBYVAL,
+												TYPALIGN_DOUBLE));
+	values[1] = mark_datum(other.marks.mark[FLAKE_HWM_SNOWFLAKE], 1, &nulls[1]);
+	values[2] = mark_datum(other.marks.mark[FLAKE_HWM_ULIDFLAKE], 1, &nulls[2]);
+	values[3] = mark_datum(other.marks.mark[FLAKE_HWM_RANDFLAKE], 1000, &nulls[3]);
+	values[4] = Int64GetDatum(ids);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
+													  values, nulls)));
+}
