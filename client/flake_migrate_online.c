@@ -4,8 +4,8 @@
  *	  Migrate a serial or identity key to flake ids while the application
  *	  keeps reading and writing the tables.
  *
- * The extension plans (flake_migrate_online_plan() in
- * sql/parts/migrate_online.sql: the steps left to do, made again from the
+ * The extension plans (flake_internal.online_plan() in
+ * sql/parts/online/: the steps left to do, made again from the
  * catalogs at every run); this program runs the steps, which a function
  * cannot, since the copy commits in batches and each step is a transaction
  * of its own, which only the top level of a session can do.  Every step
@@ -51,6 +51,34 @@
  * by the oid of the key's table ($1)
  */
 #define JOBS_LOCK "hashtext('flake_migrate_online --jobs'), CAST(CAST($1 AS oid) AS integer)"
+
+/*
+ * The plan's columns, in the order of PLAN_SELECT: what plan_migration()
+ * selects from flake_internal.online_plan() (or online_undo(), which has
+ * no batches)
+ */
+typedef enum PlanColumn
+{
+	PLAN_STEP,
+	PLAN_PHASE,
+	PLAN_TABLE,					/* the table the step changes, or NULL */
+	PLAN_ACTION,
+	PLAN_LOCK,
+	PLAN_STATEMENT,				/* for a copy step: its batch's INSERT */
+	PLAN_BATCH,					/* copy: the next batch's end; swap: what it
+								 * runs */
+	PLAN_TOTAL,					/* copy: the rows to copy */
+	PLAN_RESUME					/* copy: where an earlier run stopped */
+} PlanColumn;
+
+#define PLAN_SELECT "SELECT step, phase, rel::text, action, lock, statement, "
+
+/* The value of a column of step i of the plan */
+static inline const char *
+plan_value(const PGresult *plan, int i, PlanColumn column)
+{
+	return PQgetvalue(plan, i, column);
+}
 
 static const char *const phases[] = {
 	"create", "copy", "apply", "index", "analyze", "swap", "validate", NULL
@@ -357,7 +385,7 @@ pacer_run(const Options *opt, const PGresult *plan, int first, int last, pid_t p
 	snprintf(lock, sizeof(lock), "LOCK TABLE ");
 	for (int i = first; i <= last; i++)
 		snprintf(lock + strlen(lock), sizeof(lock) - strlen(lock), "%s%s",
-				 i > first ? ", " : "", PQgetvalue(plan, i, 2));
+				 i > first ? ", " : "", plan_value(plan, i, PLAN_TABLE));
 	snprintf(lock + strlen(lock), sizeof(lock) - strlen(lock), " IN SHARE ROW EXCLUSIVE MODE");
 	while (!stopped && getppid() == parent)
 	{
@@ -430,7 +458,7 @@ run_apply(const Options *opt, const PGresult *plan, int first, int last)
 
 	for (int i = first; i <= last; i++)
 		snprintf(tables + strlen(tables), sizeof(tables) - strlen(tables), "%s%s",
-				 i > first ? ", " : "", PQgetvalue(plan, i, 2));
+				 i > first ? ", " : "", plan_value(plan, i, PLAN_TABLE));
 	for (int pass = 1;; pass++)
 	{
 		double		started = now_seconds();
@@ -448,7 +476,7 @@ run_apply(const Options *opt, const PGresult *plan, int first, int last)
 		run("SET LOCAL random_page_cost = 1.1", "applying the log");
 		for (int i = first; i <= last; i++)
 		{
-			PGresult   *res = PQexec(conn, PQgetvalue(plan, i, 5));
+			PGresult   *res = PQexec(conn, plan_value(plan, i, PLAN_STATEMENT));
 
 			if (PQresultStatus(res) != PGRES_COMMAND_OK)
 				fail(res, "applying the log");
@@ -475,8 +503,8 @@ step_title(const PGresult *plan, int i)
 {
 	static char title[256];
 
-	snprintf(title, sizeof(title), "step %s (%s: %s of %s)", PQgetvalue(plan, i, 0),
-			 PQgetvalue(plan, i, 1), PQgetvalue(plan, i, 3), PQgetvalue(plan, i, 2));
+	snprintf(title, sizeof(title), "step %s (%s: %s of %s)", plan_value(plan, i, PLAN_STEP),
+			 plan_value(plan, i, PLAN_PHASE), plan_value(plan, i, PLAN_ACTION), plan_value(plan, i, PLAN_TABLE));
 	return title;
 }
 
@@ -493,7 +521,7 @@ phase_rank(const char *phase)
 static int
 after_until(const Options *opt, const PGresult *plan, int i)
 {
-	return opt->until != NULL && phase_rank(PQgetvalue(plan, i, 1)) > phase_rank(opt->until);
+	return opt->until != NULL && phase_rank(plan_value(plan, i, PLAN_PHASE)) > phase_rank(opt->until);
 }
 
 /*
@@ -508,15 +536,15 @@ migration_begun(const PGresult *plan)
 
 	for (int i = 0; i < PQntuples(plan); i++)
 	{
-		const char *phase = PQgetvalue(plan, i, 1);
+		const char *phase = plan_value(plan, i, PLAN_PHASE);
 		int			created = 0;
 
 		swap |= strcmp(phase, "swap") == 0;
 		if (phase_rank(phase) <= phase_rank("create") || phase_rank(phase) >= phase_rank("swap"))
 			continue;
 		for (int j = 0; j < i && !created; j++)
-			created = strcmp(PQgetvalue(plan, j, 1), "create") == 0 &&
-				strcmp(PQgetvalue(plan, j, 2), PQgetvalue(plan, i, 2)) == 0;
+			created = strcmp(plan_value(plan, j, PLAN_PHASE), "create") == 0 &&
+				strcmp(plan_value(plan, j, PLAN_TABLE), plan_value(plan, i, PLAN_TABLE)) == 0;
 		if (!created)
 			return 1;
 	}
@@ -530,9 +558,9 @@ migration_begun(const PGresult *plan)
 static int
 run_step(const Options *opt, const PGresult *plan, int i, int limit)
 {
-	const char *phase = PQgetvalue(plan, i, 1);
-	const char *table = PQgetvalue(plan, i, 2);
-	const char *statement = PQgetvalue(plan, i, 5);
+	const char *phase = plan_value(plan, i, PLAN_PHASE);
+	const char *table = plan_value(plan, i, PLAN_TABLE);
+	const char *statement = plan_value(plan, i, PLAN_STATEMENT);
 	double		started = now_seconds();
 	int			last = i;
 	char		what[256];
@@ -540,11 +568,11 @@ run_step(const Options *opt, const PGresult *plan, int i, int limit)
 	snprintf(what, sizeof(what), "%s", step_title(plan, i));
 	say(opt, "%s\n", what);
 	if (strcmp(phase, "copy") == 0)
-		run_copy(opt, table, statement, PQgetvalue(plan, i, 6),
-				 PQgetvalue(plan, i, 8), atol(PQgetvalue(plan, i, 7)));
+		run_copy(opt, table, statement, plan_value(plan, i, PLAN_BATCH),
+				 plan_value(plan, i, PLAN_RESUME), atol(plan_value(plan, i, PLAN_TOTAL)));
 	else if (strcmp(phase, "apply") == 0)
 	{
-		while (last + 1 < limit && strcmp(PQgetvalue(plan, last + 1, 1), "apply") == 0)
+		while (last + 1 < limit && strcmp(plan_value(plan, last + 1, PLAN_PHASE), "apply") == 0)
 		{
 			last++;
 			say(opt, "%s\n", step_title(plan, last));
@@ -592,7 +620,7 @@ run_table(const Options *opt, const PGresult *plan, int end, const char *table,
 				  "starting a session of --jobs"));
 	say_prefix = table;
 	for (int i = 0; i < end && !stopped && getppid() == parent; i++)
-		if (strcmp(PQgetvalue(plan, i, 2), table) == 0 && !after_until(opt, plan, i))
+		if (strcmp(plan_value(plan, i, PLAN_TABLE), table) == 0 && !after_until(opt, plan, i))
 			i = run_step(opt, plan, i, end);
 	if (stopped || getppid() != parent)
 	{
@@ -630,18 +658,18 @@ run_tables(const Options *opt, const PGresult *plan, const char *table_oid)
 
 	if (tables == NULL || pids == NULL)
 		fail(NULL, "allocating the sessions of --jobs");
-	while (end < n && phase_rank(PQgetvalue(plan, end, 1)) < phase_rank("swap"))
+	while (end < n && phase_rank(plan_value(plan, end, PLAN_PHASE)) < phase_rank("swap"))
 		end++;
-	while (end > 0 && strcmp(PQgetvalue(plan, end - 1, 1), "apply") == 0)
+	while (end > 0 && strcmp(plan_value(plan, end - 1, PLAN_PHASE), "apply") == 0)
 		end--;
 	for (int i = 0; i < end; i++)
 	{
 		int			known = 0;
 
 		for (int t = 0; t < ntables && !known; t++)
-			known = strcmp(tables[t], PQgetvalue(plan, i, 2)) == 0;
+			known = strcmp(tables[t], plan_value(plan, i, PLAN_TABLE)) == 0;
 		if (!known)
-			tables[ntables++] = PQgetvalue(plan, i, 2);
+			tables[ntables++] = plan_value(plan, i, PLAN_TABLE);
 	}
 	if (ntables < 2)
 	{
@@ -734,16 +762,16 @@ rehearse(const Options *opt, const PGresult *plan)
 		run(set, "SET lock_timeout");
 		for (i = 0; i < PQntuples(plan); i++)
 		{
-			const char *phase = PQgetvalue(plan, i, 1);
+			const char *phase = plan_value(plan, i, PLAN_PHASE);
 
 			if (strcmp(phase, "copy") == 0)
 			{
 				/* the batch, the next batch's end, where a copy stopped */
-				static const int copy_columns[] = {5, 6, 8};
+				static const PlanColumn copy_columns[] = {PLAN_STATEMENT, PLAN_BATCH, PLAN_RESUME};
 
 				for (int c = 0; c < 3; c++)
 				{
-					res = PQprepare(conn, "", PQgetvalue(plan, i, copy_columns[c]), 0, NULL);
+					res = PQprepare(conn, "", plan_value(plan, i, copy_columns[c]), 0, NULL);
 					if (PQresultStatus(res) != PGRES_COMMAND_OK)
 						break;
 					PQclear(res);
@@ -751,9 +779,9 @@ rehearse(const Options *opt, const PGresult *plan)
 				}
 			}
 			else if (strcmp(phase, "validate") == 0)
-				res = PQprepare(conn, "", PQgetvalue(plan, i, 5), 0, NULL);
+				res = PQprepare(conn, "", plan_value(plan, i, PLAN_STATEMENT), 0, NULL);
 			else
-				res = PQexec(conn, PQgetvalue(plan, i, 5));
+				res = PQexec(conn, plan_value(plan, i, PLAN_STATEMENT));
 			if (res != NULL && PQresultStatus(res) != PGRES_COMMAND_OK &&
 				PQresultStatus(res) != PGRES_TUPLES_OK)
 				break;
@@ -1026,24 +1054,19 @@ parse_options(int argc, char **argv, Options *opt)
 	}
 }
 
-int
-main(int argc, char **argv)
+/*
+ * Connect to the database of -d, as flake_migrate_online (the sessions of
+ * --jobs connect with the same parameters), and let SIGINT and SIGTERM
+ * cancel what runs.
+ */
+static void
+connect_database(const Options *opt)
 {
-	Options		opt;
-	PGresult   *res;
-	PGresult   *plan;
-	const char *sql;
-	char	   *table_oid;
-	const char *params[4];
-	const char *keywords[3];
-	const char *values[3];
-	int			blocked = 0;
-	int			begun;
-	int			first;
+	static const char *keywords[3];
+	static const char *values[3];
 
-	parse_options(argc, argv, &opt);
 	keywords[0] = "dbname";
-	values[0] = opt.dbname;
+	values[0] = opt->dbname;
 	keywords[1] = "application_name";
 	values[1] = "flake_migrate_online";
 	keywords[2] = values[2] = NULL;
@@ -1053,152 +1076,234 @@ main(int argc, char **argv)
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
 		fprintf(stderr, "flake_migrate_online: %s", PQerrorMessage(conn));
-		return EXIT_ERROR;
+		exit(EXIT_ERROR);
 	}
 	cancel = PQgetCancel(conn);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+}
 
-	/*
-	 * The table is named as in the caller's session, through its search_path
-	 * (with the types qualified: that path may put a schema of look-alikes
-	 * before pg_catalog); nothing after it may find objects through that
-	 * path.  Its qualified name names it from then on.
-	 */
-	params[0] = opt.table;
+/*
+ * The table's qualified name.  The table is named as in the caller's
+ * session, through its search_path (with the types qualified: that path may
+ * put a schema of look-alikes before pg_catalog); nothing after this may
+ * find objects through that path, so set_session() pins it next.
+ */
+static char *
+qualify_table(const char *name)
+{
+	const char *params[1] = {name};
+	PGresult   *res;
+	char	   *qualified;
+
 	res = query("SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' "
 				"OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname) "
 				"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace "
 				"WHERE c.oid OPERATOR(pg_catalog.=) CAST(CAST($1 AS pg_catalog.regclass) AS pg_catalog.oid)",
 				1, params, "looking up the table");
-	opt.table = strdup(PQgetvalue(res, 0, 0));
+	qualified = strdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
-	set_session();
+	return qualified;
+}
 
-	/*
-	 * A lock this program waits for may close a cycle with the application's
-	 * sessions (the swap's second table, say, while an insert into it waits
-	 * for the first to check its foreign key).  The first session of the
-	 * cycle to have waited deadlock_timeout is cancelled; ours give up at
-	 * half of it, so that it is never one of the application's.
-	 */
+/*
+ * Wait at most half the server's deadlock_timeout for a lock.  A lock this
+ * program waits for may close a cycle with the application's sessions (the
+ * swap's second table, say, while an insert into it waits for the first to
+ * check its foreign key).  The first session of the cycle to have waited
+ * deadlock_timeout is cancelled; ours give up at half of it, so that it is
+ * never one of the application's.
+ */
+static void
+cap_lock_timeout(Options *opt)
+{
+	PGresult   *res;
+	long		half;
+
 	res = query("SELECT setting FROM pg_settings WHERE name = 'deadlock_timeout'", 0, NULL,
 				"reading deadlock_timeout");
-	if (atol(PQgetvalue(res, 0, 0)) / 2 < opt.lock_timeout_ms)
+	half = atol(PQgetvalue(res, 0, 0)) / 2;
+	if (half < opt->lock_timeout_ms)
 	{
-		opt.lock_timeout_ms = atol(PQgetvalue(res, 0, 0)) / 2 > 0 ? atol(PQgetvalue(res, 0, 0)) / 2 : 1;
-		say(&opt, "the server's deadlock_timeout is %s ms: waiting at most %ld ms for a lock\n",
-			PQgetvalue(res, 0, 0), opt.lock_timeout_ms);
+		opt->lock_timeout_ms = half > 0 ? half : 1;
+		say(opt, "the server's deadlock_timeout is %s ms: waiting at most %ld ms for a lock\n",
+			PQgetvalue(res, 0, 0), opt->lock_timeout_ms);
 	}
 	PQclear(res);
+}
+
+static void
+require_extension(void)
+{
+	PGresult   *res;
 
 	res = query("SELECT FROM pg_extension e WHERE e.extname = 'flake'", 0, NULL, "looking up the extension");
 	if (PQntuples(res) != 1)
 	{
 		fprintf(stderr, "flake_migrate_online: extension flake is not installed in this database\n");
-		return EXIT_ERROR;
+		exit(EXIT_ERROR);
 	}
 	PQclear(res);
+}
 
-	/*
-	 * One run at a time: a run killed while its backend waited for a lock
-	 * leaves that backend to finish its statement (a batch of the copy, say)
-	 * before it notices, and the next run must not plan before it ends. The
-	 * lock is the table's, and the name is looked up again once it is held:
-	 * after waiting for a run that swapped, the name is that of another table
-	 * (the copy swapped in), whose lock is taken instead.
-	 */
-	table_oid = lookup_table(opt.table);
-	while (!opt.dry_run)
+/*
+ * One run at a time: the oid of the table, locked against other runs (not
+ * by the dry run).  A run killed while its backend waited for a lock leaves
+ * that backend to finish its statement (a batch of the copy, say) before it
+ * notices, and the next run must not plan before it ends.  The lock is the
+ * table's, and the name is looked up again once it is held: after waiting
+ * for a run that swapped, the name is that of another table (the copy
+ * swapped in), whose lock is taken instead.  Then it waits for the sessions
+ * of an earlier run's --jobs (run_table()) to end.
+ */
+static char *
+wait_for_earlier_runs(const Options *opt)
+{
+	char	   *table_oid = lookup_table(opt->table);
+	const char *params[1];
+
+	if (opt->dry_run)
+		return table_oid;
+	for (;;)
 	{
 		char	   *locked = table_oid;
 
 		params[0] = locked;
 		PQclear(query("SELECT pg_advisory_lock(hashtext('flake_migrate_online'), CAST(CAST($1 AS oid) AS integer))",
 					  1, params, "waiting for an earlier run to end"));
-		table_oid = lookup_table(opt.table);
+		table_oid = lookup_table(opt->table);
 		if (strcmp(table_oid, locked) == 0)
 			break;
 		PQclear(query("SELECT pg_advisory_unlock(hashtext('flake_migrate_online'), CAST(CAST($1 AS oid) AS integer))",
 					  1, params, "waiting for an earlier run to end"));
 		free(locked);
 	}
-	opt.table = table_oid;
-	/* and for the sessions of an earlier run's --jobs (run_table()) to end */
-	if (!opt.dry_run)
-	{
-		params[0] = opt.table;
-		PQclear(query("SELECT pg_advisory_lock(" JOBS_LOCK "), pg_advisory_unlock(" JOBS_LOCK ")",
-					  1, params, "waiting for an earlier run to end"));
-	}
-	check_owner(opt.table);
+	params[0] = table_oid;
+	PQclear(query("SELECT pg_advisory_lock(" JOBS_LOCK "), pg_advisory_unlock(" JOBS_LOCK ")",
+				  1, params, "waiting for an earlier run to end"));
+	return table_oid;
+}
 
-	params[0] = opt.table;
-	params[1] = opt.column;
-	params[2] = opt.undo ? opt.also : opt.generator;
-	params[3] = opt.also;
-	/* the extension's helpers are in its schema flake_internal */
-	if (opt.undo)
-		sql = "SELECT step, phase, rel::text, action, lock, statement, NULL, NULL, NULL "
-			"FROM flake_internal.online_undo(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), string_to_array($3, ','))";
-	else
-		sql = "SELECT step, phase, rel::text, action, lock, statement, batch, total, resume "
-			"FROM flake_internal.online_plan(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), $3, string_to_array($4, ','))";
-	plan = query(sql, opt.undo ? 3 : 4, params, "planning the migration");
+/* The steps left to do, or to undo, from the extension (flake_internal). */
+static PGresult *
+plan_migration(const Options *opt)
+{
+	const char *params[4];
+
+	params[0] = opt->table;
+	params[1] = opt->column;
+	params[2] = opt->undo ? opt->also : opt->generator;
+	params[3] = opt->also;
+	if (opt->undo)
+		return query(PLAN_SELECT "NULL, NULL, NULL "
+					 "FROM flake_internal.online_undo(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), string_to_array($3, ','))",
+					 3, params, "planning the migration");
+	return query(PLAN_SELECT "batch, total, resume "
+				 "FROM flake_internal.online_plan(CAST(CAST($1 AS oid) AS regclass), CAST($2 AS name), $3, string_to_array($4, ','))",
+				 4, params, "planning the migration");
+}
+
+/*
+ * Exit where the plan says the migration is refused (its check rows, exit
+ * 3) or already done; otherwise check that this role owns every table the
+ * plan changes, the referencing ones too.
+ */
+static void
+check_plan(const Options *opt, const PGresult *plan)
+{
+	int			blocked = 0;
 
 	for (int i = 0; i < PQntuples(plan); i++)
 	{
-		const char *phase = PQgetvalue(plan, i, 1);
+		const char *phase = plan_value(plan, i, PLAN_PHASE);
 
 		if (strcmp(phase, "check") == 0)
 		{
-			fprintf(stderr, "blocked: %s\n", PQgetvalue(plan, i, 5));
+			fprintf(stderr, "blocked: %s\n", plan_value(plan, i, PLAN_STATEMENT));
 			blocked = 1;
 		}
 		else if (strcmp(phase, "done") == 0)
 		{
-			say(&opt, "done: %s\n", PQgetvalue(plan, i, 5));
-			return EXIT_DONE;
+			say(opt, "done: %s\n", plan_value(plan, i, PLAN_STATEMENT));
+			exit(EXIT_DONE);
 		}
 	}
 	if (blocked)
-		return EXIT_BLOCKED;
-	/* every table the plan changes, the referencing ones too */
+		exit(EXIT_BLOCKED);
 	for (int i = 0; i < PQntuples(plan); i++)
-		if (!PQgetisnull(plan, i, 2))
-			check_owner(PQgetvalue(plan, i, 2));
+		if (!PQgetisnull(plan, i, PLAN_TABLE))
+			check_owner(plan_value(plan, i, PLAN_TABLE));
 	if (PQntuples(plan) == 0)
-		say(&opt, "nothing to do\n");
-	/* a run that begins the migration rehearses it first */
-	begun = opt.undo || migration_begun(plan);
-	if (!opt.dry_run && !begun)
-		rehearse(&opt, plan);
+		say(opt, "nothing to do\n");
+}
 
-	first = opt.dry_run || opt.undo || opt.jobs < 2 ? 0 : run_tables(&opt, plan, table_oid);
-	for (int i = first; i < PQntuples(plan); i++)
+/* The dry run: each step of the plan, as it would run. */
+static void
+print_plan(const Options *opt, const PGresult *plan)
+{
+	for (int i = 0; i < PQntuples(plan); i++)
 	{
-		const char *phase = PQgetvalue(plan, i, 1);
+		const char *phase = plan_value(plan, i, PLAN_PHASE);
 
-		if (after_until(&opt, plan, i))
+		if (after_until(opt, plan, i))
 			continue;
-		if (opt.dry_run)
-		{
-			printf("%s\n  lock: %s\n  %s\n", step_title(plan, i), PQgetvalue(plan, i, 4),
-				   PQgetvalue(plan, i, 5));
-			if (strcmp(phase, "copy") == 0)
-				printf("  batches: %s\n", PQgetvalue(plan, i, 6));
-			else if (strcmp(phase, "swap") == 0)
-				printf("  which runs:\n  %s\n", PQgetvalue(plan, i, 6));
-			continue;
-		}
-		i = run_step(&opt, plan, i, PQntuples(plan));
+		printf("%s\n  lock: %s\n  %s\n", step_title(plan, i), plan_value(plan, i, PLAN_LOCK),
+			   plan_value(plan, i, PLAN_STATEMENT));
+		if (strcmp(phase, "copy") == 0)
+			printf("  batches: %s\n", plan_value(plan, i, PLAN_BATCH));
+		else if (strcmp(phase, "swap") == 0)
+			printf("  which runs:\n  %s\n", plan_value(plan, i, PLAN_BATCH));
 	}
-	/* the dry run's, after its plan */
-	if (opt.dry_run && !begun)
-		rehearse(&opt, plan);
-	if (!opt.dry_run)
-		say(&opt, opt.until ? "stopped after phase %s as asked; run again without --until to go on\n"
-			: opt.undo ? "undone\n" : "done\n", opt.until);
+}
+
+/*
+ * Run the plan's steps: with --jobs, the tables' steps before the last
+ * applies in sessions of their own first (run_tables()), then the rest here.
+ */
+static void
+run_plan(const Options *opt, const PGresult *plan, const char *table_oid)
+{
+	int			first = opt->undo || opt->jobs < 2 ? 0 : run_tables(opt, plan, table_oid);
+
+	for (int i = first; i < PQntuples(plan); i++)
+		if (!after_until(opt, plan, i))
+			i = run_step(opt, plan, i, PQntuples(plan));
+	say(opt, opt->until ? "stopped after phase %s as asked; run again without --until to go on\n"
+		: opt->undo ? "undone\n" : "done\n", opt->until);
+}
+
+int
+main(int argc, char **argv)
+{
+	Options		opt;
+	PGresult   *plan;
+	int			begun;
+
+	parse_options(argc, argv, &opt);
+	connect_database(&opt);
+	opt.table = qualify_table(opt.table);
+	set_session();
+	cap_lock_timeout(&opt);
+	require_extension();
+	opt.table = wait_for_earlier_runs(&opt);
+	check_owner(opt.table);
+
+	plan = plan_migration(&opt);
+	check_plan(&opt, plan);
+	/* a run that begins the migration rehearses it first, the dry run after */
+	begun = opt.undo || migration_begun(plan);
+	if (opt.dry_run)
+	{
+		print_plan(&opt, plan);
+		if (!begun)
+			rehearse(&opt, plan);
+	}
+	else
+	{
+		if (!begun)
+			rehearse(&opt, plan);
+		run_plan(&opt, plan, opt.table);
+	}
 	PQclear(plan);
 	PQfinish(conn);
 	return EXIT_DONE;

@@ -51,7 +51,6 @@
 #include "randflake.h"
 #include "settings.h"
 #include "snowflake.h"
-#include "snowflake_settings.h"
 #include "ulidflake.h"
 #include "ulidflake_text.h"
 
@@ -198,22 +197,6 @@ guard_spec(FunctionCallInfo fcinfo, TriggerData *trigdata)
 	return spec;
 }
 
-/* A nodes setting, quoted for a message. */
-static const char *
-nodes_text(const char *setting)
-{
-	if (setting == NULL || *setting == '\0')
-		return "'' (the whole node space)";
-	return psprintf("\"%s\"", setting);
-}
-
-/* Is node one of a nodes setting's ('' is every node)? */
-static bool
-node_in(const char *setting, int bits, int64 node)
-{
-	return flake_nodes_contain(setting ? setting : "", bits, node);
-}
-
 /*
  * The table to name in messages: on a Citus worker the trigger fires on a
  * shard; users know, and run commands on, its distributed table.
@@ -240,28 +223,6 @@ trigger_name(Relation rel, const Trigger *trigger)
 	return trigger->tgname;
 }
 
-/*
- * Is node one of this server's own for a family: of its nodes setting, or
- * on Citus with the setting at its default, of its group's share (citus()
- * gives it).  *own says which, for a message.
- */
-static bool
-own_node(int64 node, const char *setting_name, const char *setting, int bits,
-		 bool (*citus) (int *first, int *count), const char **own)
-{
-	int			first;
-	int			count;
-
-	if (citus(&first, &count))
-	{
-		*own = psprintf("this server's Citus group, which generates on nodes %d-%d (%s at its default)",
-						first, first + count - 1, setting_name);
-		return node >= first && node < first + count;
-	}
-	*own = psprintf("this server's %s %s", setting_name, nodes_text(setting));
-	return node_in(setting, bits, node);
-}
-
 static void
 check_value(Relation rel, const GuardColumn *col, Datum value)
 {
@@ -277,8 +238,7 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 				if (id < 0)
 					return;		/* not a flake id: no node to compare */
 				node = snowflake_node_of(id);
-				if (own_node(node, "flake.nodes", snowflake_nodes_string,
-							 snowflake_node_bits, snowflake_citus_nodes, &own))
+				if (snowflake_own_node(node, &own))
 					ereport(ERROR,
 							(errcode(ERRCODE_CHECK_VIOLATION),
 							 errmsg("replicated flake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node " INT64_FORMAT ", one of this server's own nodes",
@@ -292,8 +252,7 @@ check_value(Relation rel, const GuardColumn *col, Datum value)
 			{
 				int32		node = randflake_node_of(id);
 
-				if (own_node(node, "flake.randflake_nodes", randflake_nodes_string,
-							 RANDFLAKE_NODE_BITS, randflake_citus_nodes, &own))
+				if (randflake_own_node(node, &own))
 					ereport(ERROR,
 							(errcode(ERRCODE_CHECK_VIOLATION),
 							 errmsg("replicated randflake id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made on node %d, one of this server's own nodes",

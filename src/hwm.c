@@ -249,7 +249,7 @@ flake_hwm_refuse(int elevel, const FlakeFileProblem *problem)
 					   " A later release of flake may have written it." : ""),
 			 problem->status == FLAKE_FILE_UNREADABLE ?
 			 errhint("Give the server's operating system user read and write access to it, as to the rest of the data directory; generation resumes at the next call.") :
-			 errhint("Put back an intact copy of it as it was when damaged or moved away (an older one would let later ids repeat)%s; generation resumes at the next call. Without one, run SELECT flake_repair_state(t) as a superuser, where t is a time later than every id this server issued (see \"Damaged state files\" in flake's README).",
+			 errhint("Put back an intact copy of it as it was when damaged or moved away (an older one would let later ids repeat)%s; generation resumes at the next call. Without one, run SELECT flake_repair_state(t) as a superuser, where t is a time later than every id this server issued (see \"Damaged state files\" in flake's docs/guarantees.md).",
 					 problem->status == FLAKE_FILE_UNKNOWN_FORMAT ?
 					 ", or install the release of flake that wrote it and restart" : "")));
 }

@@ -15,7 +15,7 @@
  *
  * Both families keep their nodes in arrays of FlakeNode, padded to a cache
  * line for Snowflake and packed for Randflake, hence the stride of a
- * FlakeNodeSpace.  The flake_leases view (leases.c) reads the same arrays.
+ * FlakeNodeSpace.  The flake_leases view (lease_info.c) reads the same arrays.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +26,7 @@
 
 #include "citus.h"
 #include "lease.h"
+#include "settings.h"
 
 /* Set up a node in fresh shared memory; id -1 for one that is not leasable. */
 void
@@ -121,4 +122,36 @@ flake_lease_citus_share(FlakeNodeSpace *space, int space_bits, int share_bits,
 							  setting);
 	space->first = flake_node_at(space, (int) first);
 	space->count = 1 << share_bits;
+}
+
+/* A nodes setting, quoted for a message. */
+static const char *
+nodes_text(const char *setting)
+{
+	if (setting == NULL || *setting == '\0')
+		return "'' (the whole node space)";
+	return psprintf("\"%s\"", setting);
+}
+
+/*
+ * Is node one of this server's own for a family: of its nodes setting
+ * (setting_name, of bits-bit nodes), or on Citus with the setting at its
+ * default, of its group's share (citus() gives it).  *own says which, for a
+ * message.  For the families' own_node functions, which flake_guard() asks.
+ */
+bool
+flake_lease_own_node(int64 node, const char *setting_name, const char *setting, int bits,
+					 bool (*citus) (int *first, int *count), const char **own)
+{
+	int			first;
+	int			count;
+
+	if (citus(&first, &count))
+	{
+		*own = psprintf("this server's Citus group, which generates on nodes %d-%d (%s at its default)",
+						first, first + count - 1, setting_name);
+		return node >= first && node < first + count;
+	}
+	*own = psprintf("this server's %s %s", setting_name, nodes_text(setting));
+	return flake_nodes_contain(setting ? setting : "", bits, node);
 }

@@ -68,5 +68,9 @@ extern FlakeNode *flake_lease(const FlakeNodeSpace *space,
 extern void flake_release(FlakeNode *node);
 extern void flake_lease_citus_share(FlakeNodeSpace *space, int space_bits,
 									int share_bits, const char *setting);
+extern bool flake_lease_own_node(int64 node, const char *setting_name,
+								 const char *setting, int bits,
+								 bool (*citus) (int *first, int *count),
+								 const char **own);
 
 #endif							/* FLAKE_LEASE_H */

@@ -5,7 +5,7 @@
  *	  changes while an online migration copies a table.
  *
  * The online migration (client/flake_migrate_online.c and
- * sql/parts/migrate_online.sql) copies each table whose columns change
+ * sql/parts/online/) copies each table whose columns change
  * type into a new table, in batches, while the application keeps writing
  * the old one.  This AFTER INSERT OR UPDATE OR DELETE row trigger appends
  * the key of every row written meanwhile (the old and the new key of an

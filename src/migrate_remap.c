@@ -4,7 +4,7 @@
  *	  flake_internal.migrate_lookup(): old ids to new ones through a mapping table.
  *
  * A rekey rewrites each table once, changing the type and the ids of its
- * columns in one ALTER TABLE ... TYPE ... USING flake_migrate_lookup(map,
+ * columns in one ALTER TABLE ... TYPE ... USING flake_internal.migrate_lookup(map,
  * column).  The mapping table is read once per statement, in old id order,
  * into two arrays kept with the function's call site; each row's old id is
  * then found by binary search instead of a query.
@@ -92,7 +92,7 @@ load_map(MemoryContext mcxt, Oid map)
 }
 
 /*
- * flake_migrate_lookup(map regclass, old_id bigint): the new id of old_id
+ * flake_internal.migrate_lookup(map regclass, old_id bigint): the new id of old_id
  * in the mapping table, or old_id itself when the table does not list it
  * (a row whose key was not rekeyed, or a reference to no row).
  */

@@ -213,5 +213,5 @@ flake_origin_check(void)
 				 errmsg("this database holds ids of another server, whose flake state this server lacks"),
 				 errdetail("The database comes from the server with system identifier " UINT64_FORMAT " (through pg_upgrade or pg_dump); the ids and rekey claims it issued are recorded in the files flake.hwm and flake.rekeys of its data directory, and this server (system identifier " UINT64_FORMAT ") has not taken them over.",
 						   missing, own),
-				 errhint("Take over the old server's state, with no restart, as a superuser: SELECT flake_take_over('/path/to/old/data') with the data directory of the old server, stopped; or, where that server keeps running, SELECT flake_take_over_ids() in this database. See \"Upgrading and uninstalling\" in flake's README.")));
+				 errhint("Take over the old server's state, with no restart, as a superuser: SELECT flake_take_over('/path/to/old/data') with the data directory of the old server, stopped; or, where that server keeps running, SELECT flake_take_over_ids() in this database. See flake's docs/upgrading.md.")));
 }

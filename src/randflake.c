@@ -126,7 +126,7 @@ typedef struct RandflakeShared
 	FlakeNode	nodes[FLEXIBLE_ARRAY_MEMBER];
 } RandflakeShared;
 
-char	   *randflake_nodes_string = NULL;
+static char *randflake_nodes_string = NULL; /* flake.randflake_nodes */
 static RandflakeShared *randflake_shared = NULL;
 static char *randflake_secret_string = NULL;
 static const RandflakeSecret *randflake_secret = NULL;
@@ -683,9 +683,9 @@ lease_space(FlakeNodeSpace *space)
 /*
  * The nodes of this server's Citus group, when randflake_next() leases from
  * them (flake.randflake_nodes at its default, preloaded, Citus in this
- * database): for flake_guard.
+ * database).
  */
-bool
+static bool
 randflake_citus_nodes(int *first, int *count)
 {
 	FlakeNodeSpace space;
@@ -698,6 +698,18 @@ randflake_citus_nodes(int *first, int *count)
 	*first = space.first->id;
 	*count = space.count;
 	return true;
+}
+
+/*
+ * Is node one of this server's own randflake_next() nodes (of
+ * flake.randflake_nodes, or of its Citus group's share)?  *own names them,
+ * for flake_guard()'s message.
+ */
+bool
+randflake_own_node(int64 node, const char **own)
+{
+	return flake_lease_own_node(node, "flake.randflake_nodes", randflake_nodes_string,
+								RANDFLAKE_NODE_BITS, randflake_citus_nodes, own);
 }
 
 /* Add the ids issued on a node to its count in flake_leases. */

@@ -27,15 +27,12 @@
 
 struct FlakeNodeSpace;
 
-/* flake.randflake_nodes */
-extern char *randflake_nodes_string;
-
 extern void randflake_define_settings(void);
 extern void randflake_add_shmem(void);
 extern bool randflake_node_space(struct FlakeNodeSpace *space);
 extern int32_t randflake_node_of(int64_t id);
+extern bool randflake_own_node(int64_t node, const char **own);
 extern uint64_t randflake_raw_of(int64_t id);
 extern void randflake_raise_node(uint64_t raw);
-extern bool randflake_citus_nodes(int *first, int *count);
 
 #endif							/* FLAKE_RANDFLAKE_H */

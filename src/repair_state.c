@@ -15,7 +15,7 @@
  * the claims every node of flake.rekey_nodes and every ulidflake band up
  * to newest, so that rekeys of later times go on.  An operator's wrong
  * newest can make ids repeat: that is the decision this function takes
- * from them, and the README says so.
+ * from them, and docs/guarantees.md says so.
  *
  * A time no family's layout reaches would stop that family for good, and
  * one far ahead of the clock (a typo of a year) would stop the families

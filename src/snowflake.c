@@ -199,10 +199,9 @@ snowflake_citus_share(FlakeNodeSpace *space)
 
 /*
  * The nodes of this server's Citus group, when flake_next() leases from
- * them (flake.nodes empty, preloaded, Citus in this database): for
- * flake_guard.
+ * them (flake.nodes empty, preloaded, Citus in this database).
  */
-bool
+static bool
 snowflake_citus_nodes(int *first, int *count)
 {
 	FlakeNodeSpace space;
@@ -215,6 +214,18 @@ snowflake_citus_nodes(int *first, int *count)
 	*first = space.first->id;
 	*count = space.count;
 	return true;
+}
+
+/*
+ * Is node one of this server's own flake_next() nodes (of flake.nodes, or
+ * of its Citus group's share)?  *own names them, for flake_guard()'s
+ * message.
+ */
+bool
+snowflake_own_node(int64 node, const char **own)
+{
+	return flake_lease_own_node(node, "flake.nodes", snowflake_nodes_string,
+								snowflake_node_bits, snowflake_citus_nodes, own);
 }
 
 static void

@@ -14,8 +14,8 @@
 extern void snowflake_add_shmem(void);
 extern bool snowflake_node_space(FlakeNodeSpace *space);
 extern int32 snowflake_node_of(int64 id);
+extern bool snowflake_own_node(int64 node, const char **own);
 extern int64 snowflake_unix_ms_of(int64 id);
 extern void snowflake_raise_node(int64 id);
-extern bool snowflake_citus_nodes(int *first, int *count);
 
 #endif							/* FLAKE_SNOWFLAKE_H */

@@ -599,7 +599,7 @@ flake_state_repair(FlakeState *state, FlakeMarkState *shared,
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake's state files are intact: there is nothing to repair"),
-				 errhint("flake_repair_state() replaces a damaged flake.hwm or flake.rekeys (see \"Damaged state files\" in flake's README). To correct a repair made with a wrong time, run SELECT flake_repair_state(t, again => true).")));
+				 errhint("flake_repair_state() replaces a damaged flake.hwm or flake.rekeys (see \"Damaged state files\" in flake's docs/guarantees.md). To correct a repair made with a wrong time, run SELECT flake_repair_state(t, again => true).")));
 	}
 
 	if (hwm_damaged)

@@ -15,7 +15,7 @@
  * last record it replayed.
  *
  * Replaying these records needs flake in shared_preload_libraries; see the
- * README for what happens without it.
+ * docs/guarantees.md for what happens without it.
  *
  *-------------------------------------------------------------------------
  */

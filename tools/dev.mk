@@ -20,6 +20,7 @@ Develop
   check-examples      every SQL example of README.md and docs/*.md
   check-structure     the C files depend one way
   check-meta          the release metadata at flake.control's version
+  check-paths         the paths comments and docs name exist, the docs' links resolve
   check-majors        how the scripts choose their PostgreSQL
   indent              lay out the C as pgindent does (check-indent: fail if not)
   list-regress, list-isolation   the suites' tests, one a line
@@ -43,7 +44,7 @@ help:
 # (tools/lib.sh).  They and the targets after them in this list need no
 # PGXS: they install PostgreSQL themselves, or use none.
 FLAKE_WITHOUT_PGXS = help test demo matrix packages check-citus bench bench-migrate bench-online \
-	check-meta check-majors list-regress list-isolation dist
+	check-meta check-paths check-majors list-regress list-isolation dist
 test:
 	$(FLAKE_SRC)/tools/run
 demo:
@@ -74,6 +75,8 @@ check-structure: all
 	$(FLAKE_SRC)/tools/check-structure
 check-meta:
 	$(FLAKE_SRC)/tools/check-meta
+check-paths:
+	$(FLAKE_SRC)/tools/check-paths
 # every SQL example of README.md and docs/*.md, on a server of its own from
 # the installation (initdb, pg_ctl and psql on PATH)
 check-examples:
@@ -119,5 +122,5 @@ dist:
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
 .PHONY: help test demo matrix cross-major packages check-citus bench bench-migrate bench-online check-regress check-isolation \
-	check-structure check-meta check-examples check-majors list-regress list-isolation check-unit indent \
+	check-structure check-meta check-paths check-examples check-majors list-regress list-isolation check-unit indent \
 	check-indent dist

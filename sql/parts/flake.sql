@@ -380,7 +380,7 @@ COMMENT ON FUNCTION flake_guard() IS
 
 ------------------------------------------------------------------------
 -- flake_internal: the helpers of flake_migrate() and of the online
--- migration (sql/parts/migrate.sql, migrate_online.sql), which users do
+-- migration (sql/parts/migrate/, sql/parts/online/), which users do
 -- not call, and the table flake_origin: out of the extension's schema, so
 -- that \df flake* lists what users call and applications' schema tools
 -- see no table of flake's.  The owners' sessions call the helpers
@@ -422,7 +422,7 @@ SELECT pg_catalog.pg_extension_config_dump('flake_internal.flake_origin', '');
 -- a subscription's workers write into it are skipped (the table describes
 -- the database it is in, and is carried by pg_dump and pg_upgrade as
 -- before), and the whole row is its replica identity, so that deleting the
--- row of a server (see the README) works where a publication publishes
+-- row of a server (see docs/upgrading.md) works where a publication publishes
 -- deletes.  An upgrade replaces the function, never drops it: the trigger
 -- uses it.
 CREATE FUNCTION flake_internal.origin_local() RETURNS trigger

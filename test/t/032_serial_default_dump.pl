@@ -71,7 +71,7 @@ sub text_of
 }
 
 # Compared without the rows of flake_origin, which CREATE EXTENSION fills
-# before the dump's own rows are restored (see README, "pg_upgrade, and a
+# before the dump's own rows are restored (see docs/upgrading.md, "pg_upgrade, and a
 # dump restored into another server").
 my @compared = ('--exclude-table-data=flake_internal.flake_origin');
 sub same_dump

@@ -8,11 +8,14 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use IPC::Run;
+use Test::More;
 use POSIX qw(strftime);
 use FlakeClock;
 
 our @EXPORT = qw(flake_cluster flake_server randflake_backwards crc32c $flake_secret
-  $carry_conf %family_next rekey_tables frozen_server online_run online_hold online_start);
+  $carry_conf %family_next rekey_tables frozen_server online_run online_hold online_start
+  online_server online_parent_and_child $online_sessions_gone online_psql_as online_role
+  online_owned_tables online_leftovers citus_server citus_cluster citus_add_workers citus_concurrently);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -117,6 +120,143 @@ sub crc32c
 		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
 	}
 	return $crc ^ 0xFFFFFFFF;
+}
+
+# The server of the online migration's tests, started, with the
+# extension: nodes for flake_next() and randflake_next(), and the secret.
+sub online_server
+{
+	my ($name) = @_;
+	my $node = flake_cluster($name,
+		"flake.nodes = '0-1015'\nflake.randflake_nodes = '0-1015'\nflake.randflake_secret = '$flake_secret'\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION flake');
+	return $node;
+}
+
+# A table $t of $n rows, and ${t}c, a child for each, by an indexed
+# foreign key.
+sub online_parent_and_child
+{
+	my ($node, $t, $n) = @_;
+	$node->safe_psql('postgres', qq{
+		CREATE TABLE $t (id serial PRIMARY KEY, v int NOT NULL);
+		CREATE TABLE ${t}c (id bigserial PRIMARY KEY, ${t}_id int NOT NULL REFERENCES $t, v int NOT NULL);
+		CREATE INDEX ON ${t}c (${t}_id);
+		INSERT INTO $t (v) SELECT n FROM generate_series(1, $n) n;
+		INSERT INTO ${t}c (${t}_id, v) SELECT id, id FROM $t;
+	});
+}
+
+# No session of the program is left, for poll_query_until (a backend ends
+# a moment after its client closes the connection).
+our $online_sessions_gone =
+  q{SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'flake_migrate_online'};
+
+# psql as a role (logged in as it) on a node: exit code, stdout, stderr.
+sub online_psql_as
+{
+	my ($node, $role, $sql) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres', $sql, extra_params => [ '-U', $role ]);
+	return ($rc, $out, $err);
+}
+
+# A role that logs in and may create in the schema public.
+sub online_role
+{
+	my ($node, $role) = @_;
+	$node->safe_psql('postgres', "CREATE ROLE $role LOGIN; GRANT CREATE ON SCHEMA public TO $role");
+}
+
+# An owner role's tables: NAME (a serial key) with N rows and NAME_lines
+# referencing it.
+sub online_owned_tables
+{
+	my ($node, $role, $name, $n) = @_;
+	$node->safe_psql('postgres', qq{
+		CREATE TABLE $name (id serial PRIMARY KEY, v int);
+		CREATE TABLE ${name}_lines (id serial PRIMARY KEY, ${name}_id int NOT NULL REFERENCES $name, v int);
+		INSERT INTO $name (v) SELECT n FROM generate_series(1, $n) n;
+		INSERT INTO ${name}_lines (${name}_id, v) SELECT id, id FROM $name;
+		ALTER TABLE $name OWNER TO $role; ALTER TABLE ${name}_lines OWNER TO $role;
+		ALTER SEQUENCE ${name}_id_seq OWNER TO $role; ALTER SEQUENCE ${name}_lines_id_seq OWNER TO $role;
+	});
+}
+
+# How many copies, logs or lists of the migration are left for the tables
+# NAME*.
+sub online_leftovers
+{
+	my ($node, $name) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT count(*) FROM pg_class WHERE relname LIKE '${name}%\\_\\_flake\\_%'});
+}
+
+# A server of the cluster: TCP on 127.0.0.1 only, trusted there, as Citus
+# connects to its nodes by host and port.
+sub citus_server
+{
+	my ($name, $conf) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'citus,flake'
+listen_addresses = '127.0.0.1'
+max_worker_processes = 16
+max_connections = 100
+citus.node_conninfo = 'sslmode=disable'
+citus.log_remote_commands = off
+flake.randflake_secret = '$flake_secret'
+} . ($conf // ''));
+	$node->append_conf('pg_hba.conf', "host all all 127.0.0.1/32 trust\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION flake');
+	return $node;
+}
+
+# A Citus cluster for the tests: a coordinator and two workers, all
+# preloading citus and flake with the test secret and conf added.  With
+# add_workers => 0 the workers are not added (citus_add_node) yet.
+sub citus_cluster
+{
+	my (%opt) = @_;
+	my @servers = map { citus_server($_, $opt{conf}) } ('coordinator', 'worker1', 'worker2');
+	citus_add_workers(@servers) if $opt{add_workers} // 1;
+	return @servers;
+}
+
+# Make the coordinator one, and add the workers: groups 1 and 2.
+sub citus_add_workers
+{
+	my ($coord, @workers) = @_;
+	$coord->safe_psql('postgres', "SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ')');
+	$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') foreach @workers;
+}
+
+# Run statements on several servers at once ([server, SQL], ...), each in
+# its own session; returns the number that failed.
+sub citus_concurrently
+{
+	my @jobs = @_;
+	my @h;
+	foreach my $job (@jobs)
+	{
+		my ($node, $sql) = @$job;
+		my ($o, $e) = ('', '');
+		push @h, [ IPC::Run::start([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres') ],
+			'<', \$sql, '>', \$o, '2>', \$e, IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default)), \$e ];
+	}
+	my $failed = 0;
+	foreach my $h (@h)
+	{
+		$h->[0]->finish;
+		if ($h->[0]->result != 0)
+		{
+			$failed++;
+			diag ${ $h->[1] };
+		}
+	}
+	return $failed;
 }
 
 # The online migration's program (flake_migrate_online) on a node's

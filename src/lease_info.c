@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * leases.c
- *	  The flake_leases view: which nodes are held, by whom, and how busy.
+ * lease_info.c
+ *	  flake_lease_info(), the function behind the flake_leases view: which
+ *	  nodes are held, by whom, and how busy.  (lease.c leases the nodes.)
  *
  *-------------------------------------------------------------------------
  */
