@@ -22,7 +22,9 @@
  * hook gives each subscribed table that has such a column the trigger
  * flake_raise_marks, enabled for replica sessions only: it fires in the
  * subscription's apply and table-sync workers and nowhere else, so the
- * generators' hot path does not change.  Per row it decodes each id (a
+ * generators' hot path does not change.  The function itself does nothing
+ * outside those workers: a role that gives its own table the trigger
+ * cannot raise the marks.  Per row it decodes each id (a
  * decryption for randflake), reads the mark atomically and raises the
  * node's last value with a compare-and-swap; once per chunk of the mark
  * (hwm.c), the file and WAL.
@@ -65,6 +67,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "replication/logicalworker.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
@@ -353,9 +356,20 @@ flake_raise_marks(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("flake_internal.raise_marks() must be a BEFORE INSERT OR UPDATE trigger FOR EACH ROW")));
-	flake_require_shared();
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+
+	/*
+	 * Only ids a subscription's worker applies: any role may give its own
+	 * table this trigger, and a superuser's session may load data with
+	 * session_replication_role = replica, but neither is an id that arrived
+	 * from another server, and raising the marks to ids a role wrote would
+	 * let it stop every database's generators.  A subscription's owner is
+	 * made so by a superuser.
+	 */
+	if (!IsLogicalWorker())
+		return PointerGetDatum(tuple);
+	flake_require_shared();
 	table = received_table(trigdata->tg_relation);
 	for (int i = 0; i < table->ncolumns; i++)
 	{
