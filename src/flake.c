@@ -15,6 +15,7 @@
 #include "utils/guc.h"
 
 #include "logfilter.h"
+#include "origin.h"
 #include "randflake.h"
 #include "receive.h"
 #include "serial_default.h"
@@ -48,7 +49,8 @@ flake_library_version(PG_FUNCTION_ARGS)
 
 /*
  * flake's one ProcessUtility hook: flake.serial_default rewrites the column
- * definitions of CREATE and ALTER TABLE before they run, the log filter
+ * definitions of CREATE and ALTER TABLE before they run, a dump's COPY into
+ * flake_origin where it was before 1.4 goes to where it is, the log filter
  * follows the session's prepared statements around each statement, and
  * the tables a subscription replicates into get the trigger that raises
  * the marks above the ids arriving (receive.c).
@@ -62,6 +64,7 @@ flake_process_utility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *stmt;
 
 	pstmt = serial_default_rewrite(pstmt, &readOnlyTree);
+	pstmt = flake_origin_copy_redirect(pstmt, &readOnlyTree);
 	stmt = pstmt->utilityStmt;
 	flake_log_filter_before_utility(stmt);
 	if (prev_process_utility)

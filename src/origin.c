@@ -22,6 +22,11 @@
  * refuses, with a hint naming flake_take_over().  A check per backend,
  * not per id: the hot path stays as it was.
  *
+ * Before 1.4 the table was in the extension's schema, so a dump of such a
+ * database loads its rows with COPY <that schema>.flake_origin: in a
+ * database at 1.4 that COPY goes to flake_internal.flake_origin, else the
+ * rows, and the refusal they bring, would be lost.
+ *
  * flake_extension_schema() also tells migrate_owner.c where the extension's types
  * are.
  *
@@ -39,6 +44,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "nodes/parsenodes.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -99,6 +105,43 @@ flake_origin_relid(void)
 			return relid;
 	}
 	return InvalidOid;
+}
+
+/*
+ * The statement to run in place of pstmt, from flake's ProcessUtility hook
+ * (flake.c): a COPY FROM into <extension's schema>.flake_origin, where
+ * dumps of 1.2 and 1.3 load the table's rows, sent to the extension's
+ * flake_internal.flake_origin when no relation of that name is in the
+ * extension's schema (a user's table there keeps its own rows); copied
+ * first if the tree is read-only (*readOnlyTree then becomes false).  COPY
+ * then checks the privileges on flake_internal.flake_origin, as for a
+ * dump of 1.4.  Otherwise pstmt itself.
+ */
+PlannedStmt *
+flake_origin_copy_redirect(PlannedStmt *pstmt, bool *readOnlyTree)
+{
+	CopyStmt   *copy = (CopyStmt *) pstmt->utilityStmt;
+	Oid			schema;
+	char	   *schema_name;
+
+	if (!IsA(copy, CopyStmt) || !copy->is_from || copy->relation == NULL ||
+		copy->relation->schemaname == NULL ||
+		strcmp(copy->relation->relname, FLAKE_ORIGIN_TABLE) != 0)
+		return pstmt;
+	schema = flake_extension_schema();
+	schema_name = OidIsValid(schema) ? get_namespace_name(schema) : NULL;
+	if (schema_name == NULL ||
+		strcmp(copy->relation->schemaname, schema_name) != 0 ||
+		OidIsValid(get_relname_relid(FLAKE_ORIGIN_TABLE, schema)) ||
+		!OidIsValid(flake_origin_relid()))
+		return pstmt;
+
+	if (*readOnlyTree)
+		pstmt = copyObject(pstmt);
+	*readOnlyTree = false;
+	copy = (CopyStmt *) pstmt->utilityStmt;
+	copy->relation->schemaname = pstrdup(FLAKE_ORIGIN_SCHEMA);
+	return pstmt;
 }
 
 /*
