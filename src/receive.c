@@ -22,7 +22,9 @@
  * hook gives each subscribed table that has such a column the trigger
  * flake_raise_marks, enabled for replica sessions only: it fires in the
  * subscription's apply and table-sync workers and nowhere else, so the
- * generators' hot path does not change.  Per row it decodes each id (a
+ * generators' hot path does not change.  The function itself does nothing
+ * outside those workers: a role that gives its own table the trigger
+ * cannot raise the marks.  Per row it decodes each id (a
  * decryption for randflake), reads the mark atomically and raises the
  * node's last value with a compare-and-swap; once per chunk of the mark
  * (hwm.c), the file and WAL.
@@ -49,7 +51,6 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
-#include "access/xlog.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -57,7 +58,6 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_subscription_rel.h"
-#include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
@@ -65,10 +65,9 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "replication/logicalworker.h"
 #include "storage/lmgr.h"
-#include "tcop/utility.h"
 #include "utils/acl.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -353,9 +352,20 @@ flake_raise_marks(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("flake_internal.raise_marks() must be a BEFORE INSERT OR UPDATE trigger FOR EACH ROW")));
-	flake_require_shared();
 	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
 		trigdata->tg_newtuple : trigdata->tg_trigtuple;
+
+	/*
+	 * Only ids a subscription's worker applies: any role may give its own
+	 * table this trigger, and a superuser's session may load data with
+	 * session_replication_role = replica, but neither is an id that arrived
+	 * from another server, and raising the marks to ids a role wrote would
+	 * let it stop every database's generators.  A subscription's owner is
+	 * made so by a superuser.
+	 */
+	if (!IsLogicalWorker())
+		return PointerGetDatum(tuple);
+	flake_require_shared();
 	table = received_table(trigdata->tg_relation);
 	for (int i = 0; i < table->ncolumns; i++)
 	{
@@ -515,14 +525,6 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 	return ids;
 }
 
-/* A mark as a timestamptz (unit: ms, or s), NULL where there is none. */
-static Datum
-mark_datum(int64 mark, int64 ms_per_unit, bool *isnull)
-{
-	*isnull = mark <= 0;
-	return TimestampTzGetDatum(flake_unix_ms_to_timestamptz(mark * ms_per_unit));
-}
-
 /*
  * flake_take_over_ids(): take over the servers this database's flake_origin
  * names from the ids the database holds, with no access to those servers:
@@ -538,22 +540,11 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 	HeapTuple	tuple;
 	int64		ids = 0;
 	TupleDesc	tupdesc;
-	Datum	   *servers;
 	Datum		values[5];
 	bool		nulls[5] = {false, false, false, false, false};
 
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to take over another server's flake state"),
-				 errdetail("Only superusers may: it reads every table of the database and raises the state the ids of every database depend on.")));
-	flake_require_shared();
-	PreventCommandIfReadOnly("flake_take_over_ids()");
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot take over another server's flake state during recovery"),
-				 errhint("Take it over on the primary: standbys follow it through WAL.")));
+	flake_take_over_check("flake_take_over_ids()",
+						  "it reads every table of the database and raises the state the ids of every database depend on.");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
@@ -582,24 +573,10 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 	table_endscan(scan);
 	table_close(pg_class, AccessShareLock);
 
-	/* no backend passes to its first id until the families are raised */
-	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
-	flake_state_take_over(&flake_shared->state, &flake_shared->marks.value, &other);
-	flake_shmem_raise();
-	LWLockRelease(flake_shared->lock);
+	flake_take_over_state(&other, &values[0], &nulls[0]);
 	ereport(LOG,
 			(errmsg("flake took over the state of %u other servers from the " INT64_FORMAT " ids of database \"%s\"",
 					other.servers.count, ids, get_database_name(MyDatabaseId))));
-
-	servers = palloc(sizeof(Datum) * Max(other.servers.count, 1));
-	for (uint32 i = 0; i < other.servers.count; i++)
-		servers[i] = Int64GetDatum((int64) other.servers.id[i]);
-	values[0] = PointerGetDatum(construct_array(servers, other.servers.count, INT8OID,
-												sizeof(int64), FLOAT8PASSBYVAL,
-												TYPALIGN_DOUBLE));
-	values[1] = mark_datum(other.marks.mark[FLAKE_HWM_SNOWFLAKE], 1, &nulls[1]);
-	values[2] = mark_datum(other.marks.mark[FLAKE_HWM_ULIDFLAKE], 1, &nulls[2]);
-	values[3] = mark_datum(other.marks.mark[FLAKE_HWM_RANDFLAKE], 1000, &nulls[3]);
 	values[4] = Int64GetDatum(ids);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));

@@ -7,18 +7,24 @@
  * Code that uses it checks flake_shared for NULL first.  Each family adds
  * a part of its own from _PG_init (flake_shmem_add_part), so this file
  * knows no family's layout: it reads the marks at start and hands them to
- * every part.
+ * every part.  Taking over another server's state (take_over.c,
+ * receive.c) raises the marks and every part under the lock, here.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "tcop/utility.h"
+#include "utils/array.h"
+#include "utils/timestamp.h"
 
+#include "clock.h"
 #include "hwm.h"
 #include "origin.h"
 #include "shmem.h"
@@ -121,6 +127,64 @@ flake_require_shared(void)
 				 errmsg("flake is not loaded through shared_preload_libraries"),
 				 errdetail("The id generators keep their state in shared memory, which must be set up at server start."),
 				 errhint(FLAKE_PRELOAD_HINT)));
+}
+
+/*
+ * Refuse to take over another server's state (flake_take_over(),
+ * flake_take_over_ids(): the function, and why only superusers may) but to
+ * a superuser on a primary, with the shared state.
+ */
+void
+flake_take_over_check(const char *function, const char *why)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to take over another server's flake state"),
+				 errdetail("Only superusers may: %s", why)));
+	flake_require_shared();
+	PreventCommandIfReadOnly(function);
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot take over another server's flake state during recovery"),
+				 errhint("Take it over on the primary: standbys follow it through WAL.")));
+}
+
+/* A mark as a timestamptz (unit: ms, or s), NULL where there is none. */
+static Datum
+mark_datum(int64 mark, int64 ms_per_unit, bool *isnull)
+{
+	*isnull = mark <= 0;
+	return TimestampTzGetDatum(flake_unix_ms_to_timestamptz(mark * ms_per_unit));
+}
+
+/*
+ * Take over another server's state, and return what the take-over
+ * functions show of it in values[0..3] (nulls[0..3]): the servers (bigint[])
+ * and the newest time of each family, NULL where it has none.
+ */
+void
+flake_take_over_state(const FlakeOtherState *other, Datum *values, bool *nulls)
+{
+	Datum	   *servers;
+
+	/* no backend passes to its first id until the families are raised */
+	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+	flake_state_take_over(&flake_shared->state, &flake_shared->marks.value, other);
+	flake_shmem_raise();
+	LWLockRelease(flake_shared->lock);
+
+	servers = palloc(sizeof(Datum) * Max(other->servers.count, 1));
+	for (uint32 i = 0; i < other->servers.count; i++)
+		servers[i] = Int64GetDatum((int64) other->servers.id[i]);
+	values[0] = PointerGetDatum(construct_array(servers, other->servers.count, INT8OID,
+												sizeof(int64), FLOAT8PASSBYVAL,
+												TYPALIGN_DOUBLE));
+	nulls[0] = false;
+	values[1] = mark_datum(other->marks.mark[FLAKE_HWM_SNOWFLAKE], 1, &nulls[1]);
+	values[2] = mark_datum(other->marks.mark[FLAKE_HWM_ULIDFLAKE], 1, &nulls[2]);
+	values[3] = mark_datum(other->marks.mark[FLAKE_HWM_RANDFLAKE], 1000, &nulls[3]);
 }
 
 /*

@@ -70,6 +70,9 @@ extern void flake_shmem_add_part(const FlakeShmemPart *part);
 extern void flake_require_shared(void);
 extern void flake_check_recovery(const char *generator);
 extern void flake_shmem_raise(void);
+extern void flake_take_over_check(const char *function, const char *why);
+extern void flake_take_over_state(const FlakeOtherState *other, Datum *values,
+								  bool *nulls);
 
 /*
  * Refuse to generate during recovery: a standby would issue its primary's

@@ -22,7 +22,7 @@
  * pg_upgrade --link, pg_control.old), whose first fields every major
  * keeps in place; its checksum is checked where the major is this one's.
  *
- * Superusers only (checked here, besides EXECUTE revoked from PUBLIC): it
+ * Superusers only (checked in C, besides EXECUTE revoked from PUBLIC): it
  * reads files of the server's filesystem and raises the state every
  * database's ids depend on.  Like nextval(), it is not undone by ROLLBACK.
  *
@@ -36,20 +36,13 @@
 #include <unistd.h>
 
 #include "access/htup_details.h"
-#include "access/xlog.h"
 #include "catalog/pg_control.h"
-#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
-#include "tcop/utility.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/timestamp.h"
 
-#include "clock.h"
 #include "datafile.h"
-#include "hwm.h"
 #include "shmem.h"
 #include "state.h"
 
@@ -290,14 +283,6 @@ other_directory(const char *directory)
 	return directory_system_identifier(directory);
 }
 
-/* A mark as a timestamptz (unit: ms, or s), NULL where there is none. */
-static Datum
-mark_datum(int64 mark, int64 ms_per_unit, bool *isnull)
-{
-	*isnull = mark <= 0;
-	return TimestampTzGetDatum(flake_unix_ms_to_timestamptz(mark * ms_per_unit));
-}
-
 /*
  * flake_take_over(data_directory): take over the flake state of the
  * server of that data directory, and return it: the server's system
@@ -311,22 +296,11 @@ flake_take_over(PG_FUNCTION_ARGS)
 	uint64		system_identifier;
 	FlakeOtherState other;
 	TupleDesc	tupdesc;
-	Datum	   *servers;
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, false, false, false};
 
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to take over another server's flake state"),
-				 errdetail("Only superusers may: it reads files of the server's filesystem and raises the state the ids of every database depend on.")));
-	flake_require_shared();
-	PreventCommandIfReadOnly("flake_take_over()");
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot take over another server's flake state during recovery"),
-				 errhint("Take it over on the primary: standbys follow it through WAL.")));
+	flake_take_over_check("flake_take_over()",
+						  "it reads files of the server's filesystem and raises the state the ids of every database depend on.");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
@@ -334,25 +308,11 @@ flake_take_over(PG_FUNCTION_ARGS)
 	system_identifier = other_directory(directory);
 	flake_state_read_other(directory, system_identifier, &other);
 
-	/* no backend passes to its first id until the families are raised */
-	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
-	flake_state_take_over(&flake_shared->state, &flake_shared->marks.value, &other);
-	flake_shmem_raise();
-	LWLockRelease(flake_shared->lock);
+	flake_take_over_state(&other, &values[1], &nulls[1]);
 	ereport(LOG,
 			(errmsg("flake took over the state of the server with system identifier " UINT64_FORMAT " from \"%s\"",
 					system_identifier, directory)));
-
-	servers = palloc(sizeof(Datum) * Max(other.servers.count, 1));
-	for (uint32 i = 0; i < other.servers.count; i++)
-		servers[i] = Int64GetDatum((int64) other.servers.id[i]);
 	values[0] = Int64GetDatum((int64) system_identifier);
-	values[1] = PointerGetDatum(construct_array(servers, other.servers.count, INT8OID,
-												sizeof(int64), FLOAT8PASSBYVAL,
-												TYPALIGN_DOUBLE));
-	values[2] = mark_datum(other.marks.mark[FLAKE_HWM_SNOWFLAKE], 1, &nulls[2]);
-	values[3] = mark_datum(other.marks.mark[FLAKE_HWM_ULIDFLAKE], 1, &nulls[3]);
-	values[4] = mark_datum(other.marks.mark[FLAKE_HWM_RANDFLAKE], 1000, &nulls[4]);
 	values[5] = Int32GetDatum((int32) other.nclaims);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));
