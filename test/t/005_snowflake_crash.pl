@@ -7,6 +7,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use IPC::Run;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeTest;
 
 my $node = PostgreSQL::Test::Cluster->new('snowflake_crash');
 $node->init;
@@ -41,8 +44,7 @@ kill 'KILL', $victim;
 $pgbench->finish;
 like($err, qr/aborted|terminat|server closed/i, 'the generating clients lost their connections');
 
-$node->poll_query_until('postgres', 'SELECT 1', '1')
-  or die 'server did not come back';
+back_after_crash($node);
 like(slurp_file($node->logfile), qr/terminated by signal 9/, 'the server went through crash recovery');
 
 $node->safe_psql('postgres', q{

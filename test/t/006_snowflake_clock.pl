@@ -10,6 +10,7 @@ use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
 use FlakeClock;
+use FlakeTest;
 
 my $node = PostgreSQL::Test::Cluster->new('snowflake_clock');
 $node->init;
@@ -69,7 +70,7 @@ $clock->set('-30s');
 my $victim = $node->background_psql('postgres');
 my $pid = $victim->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $pid;
-$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+back_after_crash($node);
 like(slurp_file($node->logfile), qr/terminated by signal 9/, 'the server went through crash recovery');
 generate();
 

@@ -68,7 +68,7 @@ my $victim = $node->background_psql('postgres');
 $victim->query_safe('SELECT randflake_next()');
 my $pid = $victim->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $pid;
-$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+back_after_crash($node);
 like(slurp_file($node->logfile), qr/terminated by signal 9/, 'the server went through crash recovery');
 generate(20000);
 

@@ -16,6 +16,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
+use FlakeTest;
 
 my $node = PostgreSQL::Test::Cluster->new('secret_log');
 $node->init;
@@ -185,7 +188,7 @@ $victim->finish;
 # "server process" before PostgreSQL 18, "client backend" from 18 on
 my $crash_report = qr/LOG:  (?:server process|client backend) \(PID $pid\) was terminated by signal 9: Killed/;
 $node->wait_for_log($crash_report);
-$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+back_after_crash($node);
 
 my $log = slurp_file($node->logfile);
 foreach my $key (@keys)

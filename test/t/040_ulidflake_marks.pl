@@ -66,7 +66,7 @@ ok( $node->safe_psql('postgres', qq{
 my $victim = $node->background_psql('postgres');
 my $pid = $victim->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $pid;
-$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+back_after_crash($node);
 like(slurp_file($node->logfile), qr/terminated by signal 9/, 'the server went through crash recovery');
 generate(20000);
 is(not_above_before(), '0', 'after a crash, every value is above those issued before, on the same frozen clock');

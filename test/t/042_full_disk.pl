@@ -15,6 +15,7 @@ use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
 use FlakeClock;
+use FlakeTest;
 
 my $tmpfs = $ENV{FLAKE_TEST_TMPFS};
 plan skip_all => 'FLAKE_TEST_TMPFS is unset: tools/run mounts a small tmpfs for this test only when it runs as root'
@@ -98,7 +99,7 @@ ok(!-e "$hwm.tmp", 'no temporary file was left behind');
 my $victim = $node->background_psql('postgres');
 my $pid = $victim->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $pid;
-$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+back_after_crash($node);
 like(slurp_file($node->logfile), qr/all server processes terminated; reinitializing/,
 	'the server went through crash recovery on the full disk');
 $victim->quit;

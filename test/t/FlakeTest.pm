@@ -12,7 +12,7 @@ use Test::More;
 use POSIX qw(strftime);
 use FlakeClock;
 
-our @EXPORT = qw(flake_cluster flake_server randflake_backwards crc32c $flake_secret
+our @EXPORT = qw(flake_cluster flake_server back_after_crash randflake_backwards crc32c $flake_secret
   $carry_conf %family_next rekey_tables frozen_server online_run online_hold online_start
   online_server online_parent_and_child $online_sessions_gone online_psql_as online_role
   online_owned_tables online_leftovers citus_server citus_cluster citus_add_workers citus_concurrently);
@@ -78,6 +78,22 @@ sub flake_cluster
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'flake'\n" . ($conf // ''));
 	return $node;
+}
+
+# Wait until a server that went through crash recovery (a backend killed)
+# answers again.  poll_query_until writes its query to psql's standard
+# input, and a psql that finds the server restarting may exit before it
+# reads it: IPC::Run then dies of the broken pipe.  That try is repeated.
+sub back_after_crash
+{
+	my ($node) = @_;
+	foreach my $try (1 .. $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return 1 if eval { $node->poll_query_until('postgres', 'SELECT 1', '1') };
+		die "the server did not come back after the crash: $@" unless $@ =~ /Broken pipe/;
+		sleep 1;
+	}
+	die 'the server did not come back after the crash';
 }
 
 # A started server for logical replication that generates on nodes (both
