@@ -97,4 +97,13 @@
 #define flake_my_proc_number() (MyProc->pgprocno)
 #endif
 
+/*
+ * post_parse_analyze_hook: PostgreSQL 19 passes the jumble state const.
+ */
+#if PG_VERSION_NUM >= 190000
+#define FLAKE_JUMBLE_STATE const JumbleState
+#else
+#define FLAKE_JUMBLE_STATE JumbleState
+#endif
+
 #endif							/* FLAKE_COMPAT_H */

@@ -71,6 +71,7 @@
 #include "utils/elog.h"
 #include "utils/hsearch.h"
 
+#include "compat.h"
 #include "keyscan.h"
 #include "logfilter.h"
 
@@ -435,7 +436,7 @@ note_prepared(const char *name)
  * or have no parameters).
  */
 static void
-flake_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
+flake_post_parse_analyze(ParseState *pstate, Query *query, FLAKE_JUMBLE_STATE * jstate)
 {
 	if (prev_post_parse_analyze_hook)
 		prev_post_parse_analyze_hook(pstate, query, jstate);
