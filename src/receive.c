@@ -499,7 +499,7 @@ static int64
 scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 		   FlakeMarks *newest)
 {
-	TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	TableScanDesc scan = flake_table_beginscan(rel, GetActiveSnapshot());
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	int64		ids = 0;
 
