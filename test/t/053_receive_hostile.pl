@@ -89,7 +89,19 @@ foreach my $node ($pub, $sub)
 	});
 }
 $pub->safe_psql('postgres', 'CREATE PUBLICATION p FOR TABLE tf');
-my $connstr = $pub->connstr . ' dbname=postgres';
+# The subscription connects as alice with a password the publisher asks
+# for, as a subscription of a non-superuser owner must from 16 on.
+$pub->safe_psql('postgres', q{
+	CREATE ROLE alice LOGIN REPLICATION PASSWORD 'alice';
+	GRANT SELECT ON tf, tg TO alice;
+});
+my $hba = $pub->data_dir . '/pg_hba.conf';
+my $rules = slurp_file($hba);
+open my $fh, '>', $hba or die "could not write $hba: $!";
+print $fh "local all alice scram-sha-256\nlocal replication alice scram-sha-256\n$rules";
+close $fh;
+$pub->reload;
+my $connstr = $pub->connstr . ' dbname=postgres user=alice password=alice';
 $sub->safe_psql('postgres', qq{
 	CREATE ROLE alice SUPERUSER LOGIN;
 	CREATE SUBSCRIPTION s CONNECTION '$connstr' PUBLICATION p;
