@@ -98,6 +98,21 @@
 #endif
 
 /*
+ * expression_tree_walker: before PostgreSQL 16 it takes its walker as
+ * "bool (*) ()", which C23 (gcc 15's default) reads as taking no
+ * arguments; from 16 a macro casts the walker itself.  The cast goes
+ * through void (*) (void), which -Wcast-function-type lets match any
+ * function type.  Callers include nodes/nodeFuncs.h.
+ */
+#if PG_VERSION_NUM >= 160000
+#define flake_expression_tree_walker(node, walker, context) \
+	expression_tree_walker(node, walker, context)
+#else
+#define flake_expression_tree_walker(node, walker, context) \
+	expression_tree_walker(node, (bool (*) ()) (void (*) (void)) (walker), context)
+#endif
+
+/*
  * post_parse_analyze_hook: PostgreSQL 19 passes the jumble state const.
  */
 #if PG_VERSION_NUM >= 190000

@@ -152,7 +152,7 @@ typedef struct GeneratorCall
 	bool		found;
 } GeneratorCall;
 
-/* expression_tree_walker: a call of a generator that returns the column's type */
+/* flake_expression_tree_walker: a call of a generator that returns the column's type */
 static bool
 find_generator(Node *node, GeneratorCall *call)
 {
@@ -169,7 +169,7 @@ find_generator(Node *node, GeneratorCall *call)
 			return true;
 		}
 	}
-	return expression_tree_walker(node, find_generator, call);
+	return flake_expression_tree_walker(node, find_generator, call);
 }
 
 /*
