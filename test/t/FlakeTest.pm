@@ -18,7 +18,7 @@ our @EXPORT = qw(flake_cluster flake_server back_after_crash randflake_backwards
   $carry_conf %family_next rekey_tables frozen_server online_run online_hold online_start
   online_server online_parent_and_child $online_sessions_gone online_psql_as online_role
   online_owned_tables online_leftovers citus_server citus_cluster citus_add_workers citus_concurrently
-  state_schema state_burst state_outcomes_query write_state_file);
+  citus_required state_schema state_burst state_outcomes_query write_state_file);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -267,6 +267,16 @@ sub online_leftovers
 	my ($node, $name) = @_;
 	return $node->safe_psql('postgres', qq{
 		SELECT count(*) FROM pg_class WHERE relname LIKE '${name}%\\_\\_flake\\_%'});
+}
+
+# Skip the test unless Citus is installed into the PostgreSQL under test:
+# the Citus tests are optional, as a build of Citus for it is.
+sub citus_required
+{
+	my $pkglibdir = `pg_config --pkglibdir`;
+	chomp $pkglibdir;
+	plan skip_all => "Citus is not installed in $pkglibdir (install it there, or let make check-citus build it from ../shared/citus; see docs/development.md, Citus)"
+	  unless -e "$pkglibdir/citus.so";
 }
 
 # A server of the cluster: TCP on 127.0.0.1 only, trusted there, as Citus
