@@ -102,7 +102,8 @@ sub state_outcomes_query
 }
 
 # Write a file whole, in binary, readable by the server alone (as it keeps
-# its state files), to put a damaged or intact state file in place.
+# its state files), to put a state file in place: damaged, intact, of an
+# older format, or an import.
 sub write_state_file
 {
 	my ($path, $contents) = @_;
