@@ -339,19 +339,40 @@ BEGIN
 END
 $$;
 
--- Bulk inserts: in each round, every key kind in rotated order fills a
--- fresh table, after a checkpoint so that no case pays for another's
--- dirty buffers.  Timed on the wall clock: writing the table, its index
--- and WAL is the point, not the backend's CPU alone.
+-- One bulk insert: a fresh table bench.bulk_t whose primary key column is
+-- declared as key, filled with nrows rows by one INSERT after a checkpoint,
+-- so that it pays for no earlier dirty buffers.  Timed on the wall clock:
+-- writing the table, its index and WAL is the point, not the backend's CPU
+-- alone.  Also run alone by bench/baseline.
+CREATE PROCEDURE bench.time_bulk(key text, nrows bigint, INOUT seconds float8 DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz;
+	inserted bigint;
+BEGIN
+	DROP TABLE IF EXISTS bench.bulk_t;
+	EXECUTE format('CREATE TABLE bench.bulk_t (id %s PRIMARY KEY, v int NOT NULL)', key);
+	COMMIT;
+	CHECKPOINT;
+	t0 := clock_timestamp();
+	INSERT INTO bench.bulk_t (v) SELECT g FROM generate_series(1, nrows) g;
+	GET DIAGNOSTICS inserted = ROW_COUNT;
+	COMMIT;
+	seconds := extract(epoch FROM clock_timestamp() - t0);
+	IF inserted <> nrows THEN
+		RAISE EXCEPTION 'bulk insert with key "%" inserted % rows, not %', key, inserted, nrows;
+	END IF;
+END
+$$;
+
+-- Bulk inserts: in each round, every key kind in rotated order.
 CREATE PROCEDURE bench.run_bulk()
 LANGUAGE plpgsql AS $$
 DECLARE
 	c record;
 	nrows bigint := (SELECT bulk_n FROM bench.settings);
 	nrounds int := (SELECT bulk_rounds FROM bench.settings);
-	t0 timestamptz;
 	secs float8;
-	inserted bigint;
 BEGIN
 	FOR r IN 1 .. nrounds LOOP
 		FOR c IN
@@ -360,18 +381,7 @@ BEGIN
 			ORDER BY o.position
 		LOOP
 			RAISE NOTICE 'bench: bulk round % of %: %', r, nrounds, c.label;
-			DROP TABLE IF EXISTS bench.bulk_t;
-			EXECUTE format('CREATE TABLE bench.bulk_t (id %s PRIMARY KEY, v int NOT NULL)', c.key);
-			COMMIT;
-			CHECKPOINT;
-			t0 := clock_timestamp();
-			INSERT INTO bench.bulk_t (v) SELECT g FROM generate_series(1, nrows) g;
-			GET DIAGNOSTICS inserted = ROW_COUNT;
-			COMMIT;
-			secs := extract(epoch FROM clock_timestamp() - t0);
-			IF inserted <> nrows THEN
-				RAISE EXCEPTION 'bulk case "%" inserted % rows, not %', c.label, inserted, nrows;
-			END IF;
+			CALL bench.time_bulk(c.key, nrows, secs);
 			INSERT INTO bench.bulk_samples
 			SELECT c.label, r, c.position, secs,
 				pg_relation_size('bench.bulk_t_pkey'), pg_relation_size('bench.bulk_t'),

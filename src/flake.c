@@ -49,12 +49,27 @@ flake_library_version(PG_FUNCTION_ARGS)
 }
 
 /*
+ * CREATE EXTENSION flake or ALTER EXTENSION flake UPDATE: the subscriptions
+ * made before (before 1.4, which brought the trigger) get it then too.
+ */
+static bool
+is_flake_extension_stmt(Node *stmt)
+{
+	if (IsA(stmt, CreateExtensionStmt))
+		return strcmp(((CreateExtensionStmt *) stmt)->extname, "flake") == 0;
+	if (IsA(stmt, AlterExtensionStmt))
+		return strcmp(((AlterExtensionStmt *) stmt)->extname, "flake") == 0;
+	return false;
+}
+
+/*
  * flake's one ProcessUtility hook: flake.serial_default rewrites the column
  * definitions of CREATE and ALTER TABLE before they run, a dump's COPY into
  * flake_origin where it was before 1.4 goes to where it is, the log filter
  * follows the session's prepared statements around each statement, and
  * the tables a subscription replicates into get the trigger that raises
- * the marks above the ids arriving (receive.c).
+ * the marks above the ids arriving (receive.c), also those subscribed
+ * before flake was installed or updated.
  */
 static void
 flake_process_utility(PlannedStmt *pstmt, const char *queryString,
@@ -75,7 +90,8 @@ flake_process_utility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 	flake_log_filter_after_utility(stmt);
-	if (IsA(stmt, CreateSubscriptionStmt) || IsA(stmt, AlterSubscriptionStmt))
+	if (IsA(stmt, CreateSubscriptionStmt) || IsA(stmt, AlterSubscriptionStmt) ||
+		is_flake_extension_stmt(stmt))
 		flake_receive_subscribed_tables();
 }
 

@@ -15,6 +15,7 @@
 
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "clock.h"
 #include "settings.h"
@@ -36,6 +37,9 @@ int			snowflake_max_borrow_ms = 1000;
 #define MAX_SEQUENCE_BITS	(63 - MIN_TIMESTAMP_BITS)
 #define MIN_ID_BITS			(MIN_TIMESTAMP_BITS + MIN_SEQUENCE_BITS)
 #define MAX_BORROW_MS		(3600 * 1000)
+
+/* A layout whose time ends sooner than this is worth a warning at start. */
+#define LAYOUT_WARN_MS		(INT64CONST(366) * SECS_PER_DAY * 1000)
 
 static bool
 check_epoch(char **newval, void **extra, GucSource source)
@@ -244,6 +248,33 @@ snowflake_define_settings(void)
 }
 
 /*
+ * A valid layout may still have run out, or soon will: flake.id_bits = 53
+ * with the default node and sequence bits ended 24 days after the default
+ * epoch.  Say so once, at server start, rather than only at the first id
+ * refused.
+ */
+static void
+warn_layout_end(void)
+{
+	int64		end_ms = snowflake_epoch_unix_ms + snowflake_max_timestamp();
+	int64		now_ms = flake_timestamptz_to_unix_ms(GetCurrentTimestamp());
+	const char *end_text;
+
+	if (end_ms - now_ms >= LAYOUT_WARN_MS)
+		return;
+	end_text = timestamptz_to_str(flake_unix_ms_to_timestamptz(end_ms));
+	ereport(WARNING,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 end_ms < now_ms ?
+			 errmsg("flake_next() ids ran out at %s", end_text) :
+			 errmsg("flake_next() ids run out at %s", end_text),
+			 errdetail("flake.id_bits (%d) less flake.node_bits (%d) and flake.sequence_bits (%d) leaves %d bits of milliseconds since flake.epoch; past their end flake_next() refuses with 22003.",
+					   snowflake_id_bits, snowflake_node_bits, snowflake_sequence_bits,
+					   snowflake_timestamp_bits()),
+			 errhint("Give the time more bits (fewer node or sequence bits), or a later flake.epoch for a new server.")));
+}
+
+/*
  * Check what no single setting's hook can, once every value is valid
  * (after flake_settings_end()).
  */
@@ -259,4 +290,6 @@ snowflake_check_settings(void)
 						snowflake_timestamp_bits(), snowflake_id_bits),
 				 errdetail("A flake_next() id needs at least %d bits of timestamp (about 24 days of milliseconds); node and sequence bits may add up to at most %d.",
 						   MIN_TIMESTAMP_BITS, snowflake_id_bits - MIN_TIMESTAMP_BITS)));
+	if (process_shared_preload_libraries_in_progress)
+		warn_layout_end();
 }

@@ -26,6 +26,7 @@ Develop
   list-regress, list-isolation   the suites' tests, one a line
 Measure
   bench               the generators and the migration against their peers
+  bench-baseline      the hot path against the previous release, side by side
   bench-migrate       flake_migrate() on 1M + 1M rows
   bench-online        flake_migrate_online on 10M + 10M rows under pgbench load
 Package
@@ -43,7 +44,7 @@ help:
 # Scripts that start servers, as an unprivileged user when run as root
 # (tools/lib.sh).  They and the targets after them in this list need no
 # PGXS: they install PostgreSQL themselves, or use none.
-FLAKE_WITHOUT_PGXS = help test demo matrix packages check-citus bench bench-migrate bench-online \
+FLAKE_WITHOUT_PGXS = help test demo matrix packages check-citus bench bench-baseline bench-migrate bench-online \
 	check-meta check-paths check-majors list-regress list-isolation dist
 test:
 	$(FLAKE_SRC)/tools/run
@@ -59,6 +60,8 @@ check-citus:
 	$(FLAKE_SRC)/tools/citus
 bench:
 	$(FLAKE_SRC)/bench/run
+bench-baseline:
+	$(FLAKE_SRC)/bench/baseline
 bench-migrate:
 	$(FLAKE_SRC)/bench/migrate
 bench-online:
@@ -121,6 +124,6 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: help test demo matrix cross-major packages check-citus bench bench-migrate bench-online check-regress check-isolation \
+.PHONY: help test demo matrix cross-major packages check-citus bench bench-baseline bench-migrate bench-online check-regress check-isolation \
 	check-structure check-meta check-paths check-examples check-majors list-regress list-isolation check-unit indent \
 	check-indent dist

@@ -8,7 +8,8 @@
 # lost superuser: REFRESH PUBLICATION warns, naming the table it does not
 # own.  An id made 10 minutes ahead of the subscriber's clock stops the
 # apply worker with an error naming the column, id and time, and raises
-# no mark.
+# no mark.  A subscription made under flake 1.3 gets the trigger at ALTER
+# EXTENSION flake UPDATE.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -127,5 +128,37 @@ $sub->wait_for_log(qr/the flake_next\(\) id $ahead in column "id" of table "tf" 
 pass('an id 10 minutes ahead: the subscription stops, naming column, id and time');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM tf'), '0', 'the id is not applied');
 marks_not_ahead($sub, 'an id refused');
+
+# A subscription made under flake 1.3, which had no trigger: ALTER
+# EXTENSION flake UPDATE gives its tables the trigger, enabled for the
+# subscription's workers, and the ids they bring raise the marks.
+$pub->safe_psql('postgres', q{
+	CREATE TABLE legacy (id bigint PRIMARY KEY DEFAULT flake_next());
+	CREATE PUBLICATION legacy_pub FOR TABLE legacy;
+});
+$sub->safe_psql('postgres', 'CREATE DATABASE old');
+my $legacy_conn = $pub->connstr . ' dbname=postgres';
+$sub->safe_psql('old', qq{
+	CREATE EXTENSION flake VERSION '1.3';
+	CREATE TABLE legacy (id bigint PRIMARY KEY DEFAULT flake_next());
+	CREATE SUBSCRIPTION legacy_sub CONNECTION '$legacy_conn' PUBLICATION legacy_pub;
+});
+my $legacy_triggers = q{SELECT string_agg(format('%s %s', tgrelid::regclass, tgenabled), ',')
+	FROM pg_trigger WHERE tgname = 'flake_raise_marks'};
+is($sub->safe_psql('old', $legacy_triggers), '', 'under 1.3 the subscribed table has no trigger');
+$sub->safe_psql('old', 'ALTER EXTENSION flake UPDATE');
+is($sub->safe_psql('old', $legacy_triggers), 'legacy R',
+	'ALTER EXTENSION flake UPDATE gives it the trigger, enabled for replica sessions');
+$sub->poll_query_until('old',
+	"SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')")
+  or die 'initial copy timed out';
+# an id of node 10, the subscriber's own, 2 minutes ahead
+$pub->safe_psql('postgres',
+	q{INSERT INTO legacy VALUES (flake_from_timestamp(now() + interval '2 minutes') | (10 << 12))});
+$sub->poll_query_until('old', 'SELECT count(*) = 1 FROM legacy') or die 'the row did not arrive';
+($ret, $out, $err) = $sub->psql('old', 'SELECT flake_next(10)');
+like($err, qr/the system clock is \d+ ms behind the last id of flake node 10/,
+	'the id it brings raises node 10: its next id would have to come after it');
+$sub->safe_psql('old', 'DROP SUBSCRIPTION legacy_sub');
 
 done_testing();

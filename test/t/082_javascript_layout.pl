@@ -4,7 +4,8 @@
 # ids up to exactly that id, borrowing the milliseconds ahead, and then
 # refuses with 22003, never wrapping; a leased node the same.  JSON.parse
 # in node reads the ids as the numbers the database holds, and reads a
-# number above 2^53 - 1 as another (what the layout avoids).
+# number above 2^53 - 1 as another (what the layout avoids).  A layout
+# whose time ends within a year, or has ended, is named at start.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -29,6 +30,8 @@ my $clock = FlakeClock->new($node);
 $clock->set('2084-09-06 15:47:35');
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION flake');
+like(slurp_file($node->logfile), qr/WARNING:  flake_next\(\) ids run out at 2084-09-0[67] /,
+	'the server warns at start that the layout ends within a year');
 
 is($node->safe_psql('postgres', q{SET timezone = 'UTC'; SELECT flake_timestamp(9007199254740991)}),
 	'2084-09-06 15:47:35.551+00', 'the layout ends 2^41 - 1 ms after the epoch');
@@ -79,5 +82,21 @@ SKIP:
 	append_to_file($beyond, $node->safe_psql('postgres', 'SELECT json_agg(9007199254740993::bigint)'));
 	isnt(`node -e "$parse" $beyond`, '9007199254740993', 'and a number above 2^53 - 1 as another');
 }
+
+# flake.id_bits = 53 alone leaves the default node and sequence bits 31
+# bits of time, which ran out 24 days after the default epoch: the server
+# says so at start, and flake_next() refuses.
+my $short = PostgreSQL::Test::Cluster->new('short_layout');
+$short->init;
+$short->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
+flake.id_bits = 53
+});
+$short->start;
+like(slurp_file($short->logfile), qr/WARNING:  flake_next\(\) ids ran out at 2015-01-2[56] .*\n.*DETAIL:  flake.id_bits \(53\) less flake.node_bits \(10\) and flake.sequence_bits \(12\) leaves 31 bits/,
+	'a layout that ran out is named at start');
+$short->safe_psql('postgres', 'CREATE EXTENSION flake');
+($ret, $stdout, $stderr) = $short->psql('postgres', "\\set VERBOSITY verbose\nSELECT flake_next()");
+like($stderr, qr/ERROR:  22003: flake_next\(\) timestamp overflow/, 'and flake_next() refuses with 22003');
+$short->stop;
 
 done_testing();
