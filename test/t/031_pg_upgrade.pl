@@ -208,10 +208,7 @@ foreach my $writer (map { 7400000000000000000 + $_ } 1 .. 15)
 {
 	$restored->stop;
 	my $import = $restored->data_dir . '/flake.hwm.import';
-	open my $fh, '>', $import or die "could not write $import: $!";
-	binmode $fh;
-	print $fh hwm_of($writer);
-	close $fh;
+	write_state_file($import, hwm_of($writer));
 	$restored->start;
 	$restored->safe_psql('many', "INSERT INTO flake_internal.flake_origin VALUES ($writer)");
 	my ($ret, $stdout, $stderr) = $restored->psql('many', 'SELECT flake_next() > 0');

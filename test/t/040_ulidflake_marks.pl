@@ -90,10 +90,7 @@ for my $format ('FLK2', 'FLK3')
 	  ? pack('L<L<q<q<', 0x464C4B32, 0, $snowflake_mark, $randflake_mark)
 	  : pack('L<L<q<q<q<', 0x464C4B33, 0, $snowflake_mark, $randflake_mark, 0);
 	$old_file .= pack('L<L<', crc32c($old_file), 0);
-	open my $fh, '>', $hwm or die "could not write $hwm: $!";
-	binmode $fh;
-	print $fh $old_file;
-	close $fh;
+	write_state_file($hwm, $old_file);
 
 	$node->start;
 	is( $node->safe_psql('postgres', qq{

@@ -26,7 +26,6 @@ use FlakeClock;
 use FlakeTest;
 
 my $conf = $carry_conf;
-my %generators = %family_next;
 
 # another server, stopped, whose files are copied here to be taken over
 my ($old, $clock) = frozen_server('old', $conf);
@@ -40,32 +39,8 @@ $old->stop;
 
 my $node = flake_cluster('damaged', $conf);
 $node->start;
-$node->safe_psql('postgres', q{
-	CREATE EXTENSION flake;
-	CREATE TABLE ids (phase int NOT NULL, family text NOT NULL, id bigint NOT NULL);
-} . rekey_tables(1000) . q{
-	CREATE FUNCTION outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
-	BEGIN
-		EXECUTE q;
-		RETURN 'ok';
-	EXCEPTION WHEN others THEN
-		RETURN SQLSTATE || ' ' || SQLERRM;
-	END $$;
-});
-my $phase = 0;
-
-# a burst of each family, as phase n: no id equals one of an earlier phase
-sub generate
-{
-	$phase++;
-	$node->safe_psql('postgres', join '',
-		map { "INSERT INTO ids SELECT $phase, '$_', $generators{$_} FROM generate_series(1, 2000);\n" }
-		  sort keys %generators);
-	return $node->safe_psql('postgres', qq{
-		SELECT count(*) FROM ids a JOIN ids b ON b.family = a.family AND b.id = a.id
-		WHERE a.phase = $phase AND b.phase < $phase});
-}
-is(generate(), '0', 'ids before any damage');
+$node->safe_psql('postgres', state_schema(1000));
+is(state_burst($node), '0', 'ids before any damage');
 $node->stop;
 
 my %good = (
@@ -74,16 +49,6 @@ my %good = (
 	'flake.hwm.import'    => slurp_file($old->data_dir . '/flake.hwm'),
 	'flake.rekeys.import' => slurp_file($old->data_dir . '/flake.rekeys'),
 );
-
-sub write_file
-{
-	my ($path, $contents) = @_;
-	open my $fh, '>', $path or die "could not write $path: $!";
-	binmode $fh;
-	print $fh $contents;
-	close $fh or die "could not write $path: $!";
-	chmod 0600, $path;
-}
 
 # the file's intact contents, damaged
 my %damage = (
@@ -110,8 +75,7 @@ my %message = (
 sub outcomes
 {
 	my @calls = @_;
-	return $node->safe_psql('postgres', 'SELECT string_agg(outcome(q), E\'\n\' ORDER BY n) FROM (VALUES '
-		  . join(', ', map { "($_, \$q\$$calls[$_]\$q\$)" } 0 .. $#calls) . ') v(n, q)');
+	return $node->safe_psql('postgres', state_outcomes_query(@calls));
 }
 my @generators = ('SELECT flake_next()', 'SELECT ulidflake_next()', 'SELECT randflake_next()');
 my $claim = q{SELECT flake_rekey_claim('invoices', 'at')};
@@ -137,7 +101,7 @@ sub repair
 	my ($file, $how) = @_;
 	my $path = $node->data_dir . "/$file";
 	if ($how eq 'chmod') { chmod 0600, $path or die $!; }
-	elsif ($how eq 'copy') { write_file($path, $good{$file}); }
+	elsif ($how eq 'copy') { write_state_file($path, $good{$file}); }
 	elsif ($how eq 'take over')
 	{
 		$node->safe_psql('postgres', sprintf("SELECT flake_take_over('%s')", $old->data_dir));
@@ -178,9 +142,9 @@ foreach my $case (@cases)
 	if ($import)
 	{
 		(my $other = $file) =~ s/^flake\.(hwm|rekeys)/'flake.' . ($1 eq 'hwm' ? 'rekeys' : 'hwm')/e;
-		write_file($node->data_dir . "/$other", $good{$other});
+		write_state_file($node->data_dir . "/$other", $good{$other});
 	}
-	write_file($path, $damage{$kind}->($good{$file}, $file));
+	write_state_file($path, $damage{$kind}->($good{$file}, $file));
 	chmod 0, $path if $kind eq 'unreadable';
 
 	my $offset = -s $node->logfile;
@@ -195,7 +159,7 @@ foreach my $case (@cases)
 		"$what: flake_repair_state() is not its repair") if $import;
 
 	repair($file, $how);
-	is(generate(), '0', "$what: repaired ($how), every generator works, no id of before is issued again");
+	is(state_burst($node), '0', "$what: repaired ($how), every generator works, no id of before is issued again");
 	if ($import)
 	{
 		ok(!-e $node->data_dir . "/$_", "$what: $_ taken over, removed") for qw(flake.hwm.import flake.rekeys.import);
@@ -221,15 +185,15 @@ is($node->safe_psql('postgres', q{SELECT flake_rekey_claim('later', 'at')}), '10
 # marks, the server starts, and a repair with a time long past keeps them
 $node->safe_psql('postgres', 'CHECKPOINT');
 $clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time() + 3610)));
-is(generate(), '0', 'ids after a checkpoint');
-write_file($node->data_dir . '/flake.hwm', 'damaged');
+is(state_burst($node), '0', 'ids after a checkpoint');
+write_state_file($node->data_dir . '/flake.hwm', 'damaged');
 $node->stop('immediate');
 $clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime(time() + 3600)));
 $node->start;
 like(outcomes('SELECT flake_next()'), qr/^55000 flake state file "flake.hwm" is damaged/,
 	'crash recovery with flake.hwm damaged: the server starts, generation refuses');
 $node->safe_psql('postgres', q{SELECT flake_repair_state('2000-01-01')});
-is(generate(), '0', 'repaired with a time long past: the marks replayed hold, no id of before is issued again');
+is(state_burst($node), '0', 'repaired with a time long past: the marks replayed hold, no id of before is issued again');
 
 # WAL replayed while flake.rekeys is damaged: a claim after a checkpoint,
 # the file damaged, a crash; then a copy from before the claim is put
@@ -240,12 +204,12 @@ is($node->safe_psql('postgres', q{
 	CREATE TABLE later2 (id serial PRIMARY KEY, at timestamptz NOT NULL);
 	INSERT INTO later2 (at) SELECT at FROM later;
 	SELECT flake_rekey_claim('later2', 'at')}), '1017', 'a claim after the checkpoint');
-write_file($node->data_dir . '/flake.rekeys', 'damaged');
+write_state_file($node->data_dir . '/flake.rekeys', 'damaged');
 $node->stop('immediate');
 $node->start;
 like(outcomes(q{SELECT flake_rekey_claim('later2', 'at')}), qr/^55000 flake state file "flake.rekeys" is damaged/,
 	'crash recovery with flake.rekeys damaged: the server starts, claims refuse');
-write_file($node->data_dir . '/flake.rekeys', $before_claim);
+write_state_file($node->data_dir . '/flake.rekeys', $before_claim);
 is($node->safe_psql('postgres', q{SELECT flake_rekey_claim('later2', 'at')}), '1018',
 	'a copy from before the claim put back: the claim replayed is kept, the next takes another node');
 $node->stop;

@@ -34,23 +34,11 @@ use lib $FindBin::RealBin;
 use FlakeClock;
 use FlakeTest;
 
-my %generators = %family_next;
 # (streaming: a standby follows a repair redone)
 my ($node, $clock) = frozen_server('state', $carry_conf . "wal_level = replica\nmax_wal_senders = 2\n");
 my $start = time();
 my $data = $node->data_dir;
-$node->safe_psql('postgres', q{
-	CREATE EXTENSION flake;
-	CREATE TABLE ids (phase int NOT NULL, family text NOT NULL, id bigint NOT NULL);
-} . rekey_tables(100) . q{
-	CREATE FUNCTION outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
-	BEGIN
-		EXECUTE q;
-		RETURN 'ok';
-	EXCEPTION WHEN others THEN
-		RETURN SQLSTATE || ' ' || SQLERRM;
-	END $$;
-});
+$node->safe_psql('postgres', state_schema(100));
 
 # the clock, frozen at n seconds after the start
 sub clock_at
@@ -59,41 +47,16 @@ sub clock_at
 	$clock->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($start + $seconds)));
 }
 
-# a burst of each family, as phase n: how many equal ids of an earlier phase
-my $phase = 0;
-sub generate
-{
-	$phase++;
-	$node->safe_psql('postgres', join '',
-		map { "INSERT INTO ids SELECT $phase, '$_', $generators{$_} FROM generate_series(1, 2000);\n" }
-		  sort keys %generators);
-	return $node->safe_psql('postgres', qq{
-		SELECT count(*) FROM ids a JOIN ids b ON b.family = a.family AND b.id = a.id
-		WHERE a.phase = $phase AND b.phase < $phase});
-}
-
 # each call's outcome, one line each, each under a timeout
 sub outcomes
 {
 	my @calls = @_;
-	my ($ret, $out, $err) = $node->psql('postgres',
-		'SELECT string_agg(outcome(q), E\'\n\' ORDER BY n) FROM (VALUES '
-		  . join(', ', map { "($_, \$q\$$calls[$_]\$q\$)" } 0 .. $#calls) . ') v(n, q)',
+	my ($ret, $out, $err) = $node->psql('postgres', state_outcomes_query(@calls),
 		timeout => 30, timed_out => \my $timed_out);
 	return $timed_out ? 'timed out' : $ret ? $err : $out;
 }
 
-sub write_file
-{
-	my ($path, $contents) = @_;
-	open my $fh, '>', $path or die "could not write $path: $!";
-	binmode $fh;
-	print $fh $contents;
-	close $fh or die "could not write $path: $!";
-	chmod 0600, $path;
-}
-
-my @generators = map { "SELECT $_" } sort values %generators;
+my @generators = map { "SELECT $_" } sort values %family_next;
 my $claim = q{SELECT flake_rekey_claim('invoices', 'at')};
 my $newest = q{(SELECT max(ts) FROM (
 	SELECT flake_timestamp(id) AS ts FROM ids WHERE family = 'flake'
@@ -106,12 +69,12 @@ sub refused_all
 	return qr/\A(55000 $error\n?){$n}\z/;
 }
 
-is(generate(), '0', 'ids before');
+is(state_burst($node), '0', 'ids before');
 is($node->safe_psql('postgres', q{SELECT flake_rekey_claim('orders', 'at') IS NULL}), 'f', 'a claim');
 
 # a damaged flake.hwm, then moved aside: missing, not "nothing issued"
 $node->stop;
-write_file("$data/flake.hwm", 'damaged');
+write_state_file("$data/flake.hwm", 'damaged');
 $node->start;
 like(outcomes(@generators), refused_all('flake state file "flake.hwm" is damaged', 3),
 	'a damaged flake.hwm refuses');
@@ -125,7 +88,7 @@ like($err, qr/HINT:  .*SELECT flake_repair_state\(t\)/, 'the hint names flake_re
 
 # repaired by flake_repair_state()
 $node->safe_psql('postgres', "SELECT flake_repair_state($newest)");
-is(generate(), '0', 'flake.hwm repaired: no id of before is issued again');
+is(state_burst($node), '0', 'flake.hwm repaired: no id of before is issued again');
 
 # flake.rekeys moved aside: claims refuse, the generators do not need it
 rename "$data/flake.rekeys", "$data/flake.rekeys.away" or die $!;
@@ -144,7 +107,7 @@ rename "$data/flake.hwm", "$data/flake.hwm.away" or die $!;
 clock_at(100);
 like(outcomes(@generators), refused_all($lost_hwm, 3), 'moved aside while running: refused at the next move of a mark');
 rename "$data/flake.hwm.away", "$data/flake.hwm" or die $!;
-is(generate(), '0', 'put back: no id of before is issued again');
+is(state_burst($node), '0', 'put back: no id of before is issued again');
 
 # marks of a repair with a typo, as 1.3 wrote them: every family stops;
 # a repair redone lowers them
@@ -154,7 +117,7 @@ is(length($hwm), 160, 'flake.hwm in the format of 1.2');
 my $typo_ms = 7428931200000;    # 2205-06-01
 substr($hwm, 8, 24) = pack('q<3', $typo_ms + 1, int($typo_ms / 1000) + 1, $typo_ms + 1);
 substr($hwm, 152, 4) = pack('L<', crc32c(substr($hwm, 0, 152)));
-write_file("$data/flake.hwm", $hwm);
+write_state_file("$data/flake.hwm", $hwm);
 $node->start;
 unlike(outcomes(@generators), qr/ok/, 'marks of 2205: every family fails');
 like(outcomes("SELECT flake_repair_state($newest)"), qr/^55000 flake's state files are intact/,
@@ -169,7 +132,7 @@ is(slurp_file($standby->data_dir . '/flake.hwm'), slurp_file("$data/flake.hwm"),
 	'a standby replays the marks lowered (MARKS_SET)');
 $standby->stop;
 $node->restart;
-is(generate(), '0', 'redone with again => true, then restarted: every family generates, no id of before');
+is(state_burst($node), '0', 'redone with again => true, then restarted: every family generates, no id of before');
 
 # hostile files of this server, while it runs: flake.rekeys is read at
 # each claim, flake.hwm at each move of a mark (the clock moved on)
@@ -248,7 +211,7 @@ foreach my $kind (sort keys %hostile)
 	unlink "$data/flake.hwm.import";
 }
 $node->restart;
-is(generate(), '0', 'the files put back: no id of before is issued again');
+is(state_burst($node), '0', 'the files put back: no id of before is issued again');
 
 # a directory given to flake_take_over(): its pg_control, postmaster.pid
 # and flake.hwm (this server's pg_control, stopped cleanly: a data
@@ -275,7 +238,7 @@ foreach my $file ('global/pg_control', 'postmaster.pid', 'flake.hwm')
 		remove_hostile("$other/$file");
 	}
 }
-is(generate(), '0', 'no id of before is issued again');
+is(state_burst($node), '0', 'no id of before is issued again');
 $node->stop;
 
 done_testing();

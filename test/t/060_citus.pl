@@ -21,10 +21,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 use FlakeTest;
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
-plan skip_all => "Citus is not installed in $pkglibdir (install it there, or let make check-citus build it from ../shared/citus; see docs/development.md, Citus)"
-  unless -e "$pkglibdir/citus.so";
+citus_required();
 
 my $rows = 4000;    # per path and server
 

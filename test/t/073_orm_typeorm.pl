@@ -27,9 +27,7 @@ my $out = orm_run($node, [ 'node', 'test/orm/typeorm/app.js' ], NODE_PATH => $mo
 orm_check($node, $out, 'authors', 'books');
 my @pending = map { scalar @$_ } @{ $out->{pending} // [] };
 is("@pending", '3 0 0', 'synchronize: the first start creates the tables and a foreign key, the next two find no change');
-is($out->{id_class}, 'string', 'the ids reach JavaScript as strings');
-is($out->{looked_up}, 'Grace', 'a lookup by an id finds its row');
-ok($out->{json_id_whole}, 'whose id comes back whole through JSON.stringify, above 2^53');
+orm_check_js_ids($out);
 note("DDL of TypeORM's synchronize:\n" . orm_ddl($node, $from));
 
 $node->stop;

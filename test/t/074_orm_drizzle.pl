@@ -19,7 +19,6 @@ use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
 use FlakeOrm;
-use IPC::Run;
 
 my $modules = orm_node_modules(qw(drizzle-orm drizzle-kit pg));
 
@@ -29,18 +28,13 @@ my $node = orm_server('drizzle');
 my $orm = $node->basedir . '/orm';
 PostgreSQL::Test::RecursiveCopy::copypath('test/orm', $orm);
 my $kit = "$modules/drizzle-kit/bin.cjs";
-my %env = (PGHOST => $node->host, PGPORT => $node->port, PGUSER => 'app', PGDATABASE => 'app',
-	NODE_PATH => $modules);
 
 # drizzle-kit in the application's directory; what it printed
 sub kit
 {
 	my (@args) = @_;
-	local %ENV = (%ENV, %env);
-	my ($stdout, $stderr);
-	my $ok = IPC::Run::run([ 'node', $kit, @args ], '<', \undef, '>', \$stdout, '2>', \$stderr,
-		init => sub { chdir "$orm/drizzle" or die "chdir: $!" },
-		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	my ($ok, $stdout, $stderr) = orm_exec($node, [ 'node', $kit, @args ],
+		NODE_PATH => $modules, chdir => "$orm/drizzle");
 	ok($ok, "drizzle-kit @args ran") or diag("$stdout\n$stderr");
 	return "$stdout\n$stderr";
 }
@@ -56,9 +50,7 @@ is( join("\n", grep { /flake/i && !/default\(sql`flake_next\(\)`\)/ } split /\n/
 
 my $out = orm_run($node, [ 'node', "$orm/drizzle/app.js" ], NODE_PATH => $modules);
 orm_check($node, $out, 'authors', 'books');
-is($out->{id_class}, 'string', 'the ids reach JavaScript as strings');
-is($out->{looked_up}, 'Grace', 'a lookup by an id finds its row');
-ok($out->{json_id_whole}, 'whose id comes back whole through JSON.stringify, above 2^53');
+orm_check_js_ids($out);
 note("DDL of drizzle-kit push:\n" . orm_ddl($node, $from));
 
 $node->stop;

@@ -28,7 +28,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FlakeTest;
 
-our @EXPORT = qw(orm_server orm_run orm_check orm_ddl orm_flake_ids orm_node_modules);
+our @EXPORT = qw(orm_server orm_exec orm_run orm_check orm_check_js_ids orm_ddl orm_flake_ids
+  orm_node_modules);
 
 # The started server, set up as docs/orms.md tells a DBA to: the extension
 # in template1, so that every database made after it has it (the test
@@ -49,20 +50,33 @@ sub orm_server
 	return $node;
 }
 
-# Run an application (a command) against the server's database app, with
-# PGHOST, PGPORT, PGUSER and PGDATABASE set, plus the given environment;
-# returns what it printed, decoded.
-sub orm_run
+# Run a command as an application or its ORM's tool: against the server's
+# database app as the role app (PGHOST, PGPORT, PGUSER and PGDATABASE set),
+# with the given environment too, in the directory chdir => DIR if given,
+# under the tests' timeout.  Returns whether it exited 0, its stdout and
+# its stderr.
+sub orm_exec
 {
 	my ($node, $command, %env) = @_;
+	my $dir = delete $env{chdir};
 	local %ENV = (%ENV, PGHOST => $node->host, PGPORT => $node->port,
 		PGUSER => 'app', PGDATABASE => 'app', %env);
 	my ($stdout, $stderr);
 	my $ok = IPC::Run::run($command, '<', \undef, '>', \$stdout, '2>', \$stderr,
+		($dir ? (init => sub { chdir $dir or die "chdir $dir: $!" }) : ()),
 		IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
+	return ($ok, $stdout // '', $stderr // '');
+}
+
+# Run an application (a command) against the server's database app (see
+# orm_exec); returns what it printed, decoded.
+sub orm_run
+{
+	my ($node, $command, %env) = @_;
+	my ($ok, $stdout, $stderr) = orm_exec($node, $command, %env);
 	ok($ok, "the application ran: @$command") or diag($stderr);
 	note($stderr) if $stderr;
-	my ($line) = grep { /^\{/ } split /\n/, $stdout // '';
+	my ($line) = grep { /^\{/ } split /\n/, $stdout;
 	return $line ? decode_json($line) : {};
 }
 
@@ -97,6 +111,17 @@ sub orm_check
 		"$authors and $books are keyed by flake_next(), with no sequence, and $books references $authors");
 	is( $node->safe_psql('app', qq{SELECT count(*) FROM $authors JOIN $books b ON b.author_id = $authors.id}),
 		'3', 'the rows are in the tables');
+}
+
+# What every Node ORM's application shows of its ids: node-postgres gives
+# a bigint as a string, so an id above 2^53 (which a Number would round)
+# comes back whole through a lookup by it and through JSON.stringify.
+sub orm_check_js_ids
+{
+	my ($out) = @_;
+	is($out->{id_class}, 'string', 'the ids reach JavaScript as strings');
+	is($out->{looked_up}, 'Grace', 'a lookup by an id finds its row');
+	ok($out->{json_id_whole}, 'whose id comes back whole through JSON.stringify, above 2^53');
 }
 
 # The node_modules of the Node ORMs' tests: test/orm/js/package.json's

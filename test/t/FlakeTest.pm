@@ -1,5 +1,7 @@
 # What several TAP tests share: a cluster with flake preloaded, the test
-# secret, and the check that each randflake node's ids keep increasing.
+# secret, and the check that each randflake node's ids keep increasing;
+# the state file tests' schema and bursts; the online migration's program
+# and tables; the Citus tests' cluster.
 package FlakeTest;
 
 use strict;
@@ -15,7 +17,8 @@ use FlakeClock;
 our @EXPORT = qw(flake_cluster flake_server back_after_crash randflake_backwards crc32c $flake_secret
   $carry_conf %family_next rekey_tables frozen_server online_run online_hold online_start
   online_server online_parent_and_child $online_sessions_gone online_psql_as online_role
-  online_owned_tables online_leftovers citus_server citus_cluster citus_add_workers citus_concurrently);
+  online_owned_tables online_leftovers citus_server citus_cluster citus_add_workers citus_concurrently
+  citus_required state_schema state_burst state_outcomes_query write_state_file);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -50,6 +53,65 @@ sub rekey_tables
 	INSERT INTO invoices (at) SELECT at FROM orders;
 	SELECT count(*) FROM flake_migrate('orders', rekey_from => 'at');
 };
+}
+
+# The schema of the state file tests (043, 044), made by the SQL returned:
+# the extension; ids, where state_burst keeps each family's ids by phase;
+# rekey_tables' orders and invoices of $rows rows; and outcome(q), which
+# runs a statement and returns 'ok' or its SQLSTATE and message, so that
+# one query reports what many calls do while a state file is damaged.
+sub state_schema
+{
+	my ($rows) = @_;
+	return q{
+	CREATE EXTENSION flake;
+	CREATE TABLE ids (phase int NOT NULL, family text NOT NULL, id bigint NOT NULL);
+} . rekey_tables($rows) . q{
+	CREATE FUNCTION outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
+	BEGIN
+		EXECUTE q;
+		RETURN 'ok';
+	EXCEPTION WHEN others THEN
+		RETURN SQLSTATE || ' ' || SQLERRM;
+	END $$;
+};
+}
+
+# A burst of 2000 ids of each family into state_schema's ids, as the phase
+# after the last one there: how many of them equal an id of an earlier
+# phase (the state files' promise is 0 after every repair).
+sub state_burst
+{
+	my ($node) = @_;
+	my $phase = $node->safe_psql('postgres', 'SELECT coalesce(max(phase), 0) + 1 FROM ids');
+	$node->safe_psql('postgres', join '',
+		map { "INSERT INTO ids SELECT $phase, '$_', $family_next{$_} FROM generate_series(1, 2000);\n" }
+		  sort keys %family_next);
+	return $node->safe_psql('postgres', qq{
+		SELECT count(*) FROM ids a JOIN ids b ON b.family = a.family AND b.id = a.id
+		WHERE a.phase = $phase AND b.phase < $phase});
+}
+
+# The query that runs each statement given through state_schema's
+# outcome(): what each does, one line each, in order.
+sub state_outcomes_query
+{
+	my @calls = @_;
+	return 'SELECT string_agg(outcome(q), E\'\n\' ORDER BY n) FROM (VALUES '
+	  . join(', ', map { "($_, \$q\$$calls[$_]\$q\$)" } 0 .. $#calls) . ') v(n, q)';
+}
+
+# Write a file whole, in binary, readable by the server alone (as it keeps
+# its state files), to put a state file in place: damaged, intact, of an
+# older format, or an import.
+sub write_state_file
+{
+	my ($path, $contents) = @_;
+	open my $fh, '>', $path or die "could not write $path: $!";
+	binmode $fh;
+	print $fh $contents;
+	close $fh or die "could not write $path: $!";
+	chmod 0600, $path;
 }
 
 # The old server of the tests that carry ids and claims to another server
@@ -206,6 +268,16 @@ sub online_leftovers
 	my ($node, $name) = @_;
 	return $node->safe_psql('postgres', qq{
 		SELECT count(*) FROM pg_class WHERE relname LIKE '${name}%\\_\\_flake\\_%'});
+}
+
+# Skip the test unless Citus is installed into the PostgreSQL under test:
+# the Citus tests are optional, as a build of Citus for it is.
+sub citus_required
+{
+	my $pkglibdir = `pg_config --pkglibdir`;
+	chomp $pkglibdir;
+	plan skip_all => "Citus is not installed in $pkglibdir (install it there, or let make check-citus build it from ../shared/citus; see docs/development.md, Citus)"
+	  unless -e "$pkglibdir/citus.so";
 }
 
 # A server of the cluster: TCP on 127.0.0.1 only, trusted there, as Citus
