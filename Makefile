@@ -21,17 +21,21 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(FLAKE_SRC)/fl
 # and the released upgrade scripts are kept as they shipped (sql/); the
 # chain builds every released version from them.  The current version's
 # install script and its upgrade script are built from sql/parts: the
-# upgrade part, then the parts every upgrade replaces whole (the Citus
-# check, the migration functions in the order of their phases), then the
-# grants, after every object exists.  The install script starts with the
-# parts an upgrade never replaces (INSTALL_PARTS).  Both start with the
-# check of the library the server runs (LIBRARY_PART, given this version).
+# upgrade part (only what changes in an existing install), then the
+# objects new in this version (ADDED_PARTS), then the parts every upgrade
+# replaces whole (the Citus check, the migration functions in the order of
+# their phases), then the grants, after every object exists.  The install
+# script has the parts an upgrade never replaces (INSTALL_PARTS) in place
+# of the upgrade part; when the next version opens, what ADDED_PARTS holds
+# moves into them.  Both start with the check of the library the server
+# runs (LIBRARY_PART, given this version).
 # DATA is relative to the source tree, DATA_built to the build directory.
 UPGRADES = $(patsubst $(FLAKE_SRC)/sql/parts/upgrade--%.sql,sql/flake--%.sql,$(wildcard $(FLAKE_SRC)/sql/parts/upgrade--*.sql))
 DATA = $(filter-out sql/flake--$(EXTVERSION).sql $(UPGRADES),$(patsubst $(FLAKE_SRC)/%,%,$(wildcard $(FLAKE_SRC)/sql/flake--*.sql)))
 DATA_built = sql/flake--$(EXTVERSION).sql $(UPGRADES)
 LIBRARY_PART = sql/parts/library.sql
 INSTALL_PARTS = sql/parts/flake.sql sql/parts/state.sql
+ADDED_PARTS = sql/parts/added.sql
 REPLACED_PARTS = sql/parts/citus.sql $(patsubst $(FLAKE_SRC)/%,%,$(sort $(wildcard $(FLAKE_SRC)/sql/parts/migrate/*.sql)) \
 	$(sort $(wildcard $(FLAKE_SRC)/sql/parts/online/*.sql))) sql/parts/privileges.sql
 
@@ -89,12 +93,12 @@ clean-client: | $(CURDIR)/client
 $(CURDIR)/client $(CURDIR)/src:
 	mkdir -p $@
 
-sql/flake--$(EXTVERSION).sql: $(LIBRARY_PART) $(INSTALL_PARTS) $(REPLACED_PARTS)
+sql/flake--$(EXTVERSION).sql: $(LIBRARY_PART) $(INSTALL_PARTS) $(ADDED_PARTS) $(REPLACED_PARTS)
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "CREATE EXTENSION flake" to load this file. \quit'; \
 	  sed 's/@FLAKE_VERSION@/$(EXTVERSION)/' $<; cat $(wordlist 2,$(words $^),$^); } > $@
-$(UPGRADES): sql/flake--%.sql: $(LIBRARY_PART) sql/parts/upgrade--%.sql $(REPLACED_PARTS)
+$(UPGRADES): sql/flake--%.sql: $(LIBRARY_PART) sql/parts/upgrade--%.sql $(ADDED_PARTS) $(REPLACED_PARTS)
 	@mkdir -p $(@D)
 	{ echo '/* $(notdir $@), built by make from $(patsubst $(FLAKE_SRC)/%,%,$^) */'; \
 	  printf '%s\n' '\echo Use "ALTER EXTENSION flake UPDATE" to load this file. \quit'; \

@@ -1,9 +1,12 @@
 ------------------------------------------------------------------------
 -- flake 1.3 to 1.4
 --
--- The migration functions and the Citus check are replaced whole, as in
--- every upgrade: they are dropped here, and sql/parts/citus.sql,
--- migrate/*.sql and online/*.sql, appended by make, create them again.
+-- The objects new in 1.4 are created by sql/parts/added.sql, which make
+-- appends after this part, as to the install script: this part changes
+-- only what 1.3 has.  The migration functions and the Citus check are
+-- replaced whole, as in every upgrade: they are dropped here, and
+-- sql/parts/citus.sql, migrate/*.sql and online/*.sql, appended by make
+-- after those, create them again.
 -- The helpers in flake_internal are dropped by a loop over the extension's
 -- members, so that a helper renamed or removed in 1.4 needs no line here.
 -- Kept: the trigger functions of flake_origin, of subscribed tables
@@ -47,81 +50,6 @@ COMMENT ON SCHEMA flake_internal IS
 	'internal helpers of flake_migrate() and the online migration, and flake_origin; not for direct use';
 
 -- flake_repair_state() takes two arguments more (ahead_of_clock, again),
--- with defaults, so that callers of 1.3's form are unchanged.
+-- with defaults, so that callers of 1.3's form are unchanged: 1.3's form
+-- goes, and sql/parts/added.sql creates the new one.
 DROP FUNCTION flake_repair_state(timestamptz);
-CREATE FUNCTION flake_repair_state(newest timestamptz, ahead_of_clock boolean DEFAULT false,
-								   again boolean DEFAULT false) RETURNS void
-	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-REVOKE EXECUTE ON FUNCTION flake_repair_state(timestamptz, boolean, boolean) FROM PUBLIC;
-COMMENT ON FUNCTION flake_repair_state(timestamptz, boolean, boolean) IS
-	'replace a damaged flake.hwm or flake.rekeys, taking newest as the time no id of this '
-	'server, nor any row a rekey gave an id, is later than; ahead_of_clock: newest may be '
-	'more than a day ahead of the clock; again: correct a repair made with a wrong time';
-
--- Ids that arrive from another server (receive.c): a blue/green cutover
--- through logical replication and its rollback, a restore of a running
--- server's dump.  The trigger is added by flake to the tables of this
--- database's subscriptions (after CREATE or ALTER SUBSCRIPTION), enabled
--- for replica sessions only: the subscription's workers.  An upgrade
--- replaces the function, never drops it: the triggers use it.
-CREATE FUNCTION flake_internal.raise_marks() RETURNS trigger
-	AS 'MODULE_PATHNAME', 'flake_raise_marks' LANGUAGE C;
-COMMENT ON FUNCTION flake_internal.raise_marks() IS
-	'trigger flake_raise_marks of subscribed tables: raise this server''s high-water marks '
-	'above the ids of the columns whose default is a flake generator';
--- superusers only (also checked in C): it reads every table of the
--- database and raises the state every database's ids depend on
-CREATE FUNCTION flake_take_over_ids(OUT servers bigint[],
-									OUT flake_next_mark timestamptz, OUT ulidflake_mark timestamptz,
-									OUT randflake_mark timestamptz, OUT ids bigint)
-	RETURNS record
-	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-REVOKE EXECUTE ON FUNCTION flake_take_over_ids() FROM PUBLIC;
-COMMENT ON FUNCTION flake_take_over_ids() IS
-	'take over the servers flake_origin names from the ids this database holds, '
-	'with no access to them: after restoring a dump of a running server';
-
--- new in 1.4: the horizon
--- The horizon (docs/consumers.md): below it, every id that will ever
--- commit is visible to a new snapshot already.
-CREATE FUNCTION flake_horizon() RETURNS bigint
-	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION flake_horizon() IS
-	'an id below which every flake_next() id that will commit is visible already';
-CREATE FUNCTION ulidflake_horizon() RETURNS ulidflake
-	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION ulidflake_horizon() IS
-	'a value below which every ulidflake_next() value that will commit is visible already';
-CREATE FUNCTION flake_horizon_info(OUT generator text, OUT pid integer,
-								   OUT transaction xid, OUT since timestamptz)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION flake_horizon_info() IS
-	'transactions that hold a horizon: the rows of the flake_horizon_holders view';
-CREATE VIEW flake_horizon_holders AS
-	SELECT h.generator, h.pid, h.transaction, p.gid, h.since
-	  FROM flake_horizon_info() h
-	  LEFT JOIN pg_catalog.pg_prepared_xacts p ON p.transaction = h.transaction;
-COMMENT ON VIEW flake_horizon_holders IS
-	'open and prepared transactions that hold a horizon, and from when';
-COMMENT ON COLUMN flake_horizon_holders.generator IS
-	'the family: flake_next or ulidflake_next';
-COMMENT ON COLUMN flake_horizon_holders.pid IS
-	'the backend of an open transaction (see pg_stat_activity); NULL for a prepared one';
-COMMENT ON COLUMN flake_horizon_holders.transaction IS
-	'the transaction id of a prepared transaction; NULL for an open one';
-COMMENT ON COLUMN flake_horizon_holders.gid IS 'the prepared transaction''s identifier';
-COMMENT ON COLUMN flake_horizon_holders.since IS
-	'the horizon stays at or below this time until the transaction ends';
-REVOKE EXECUTE ON FUNCTION flake_horizon_info() FROM PUBLIC;
-
--- new in 1.4: the upper bounds of a millisecond
-CREATE FUNCTION ulidflake_upper_bound(timestamptz) RETURNS ulidflake
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ulidflake_upper_bound(timestamptz) IS
-	'the largest ulidflake of a millisecond, for range predicates';
--- STABLE as the decoders: the layout is the server's (docs/partitioning.md)
-CREATE FUNCTION flake_upper_bound(timestamptz) RETURNS bigint
-	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION flake_upper_bound(timestamptz) IS
-	'the largest Snowflake id of a millisecond, for range predicates';

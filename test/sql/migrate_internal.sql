@@ -14,7 +14,7 @@ RESET client_min_messages;
 SELECT p.oid::regprocedure AS visible
 FROM pg_proc p
 WHERE p.proname LIKE 'flake%' AND pg_function_is_visible(p.oid)
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text;
 
 -- every other function and type of the extension is in flake_internal
 SELECT DISTINCT n.nspname AS schema, count(*) OVER (PARTITION BY n.nspname) > 0 AS has_members
@@ -27,7 +27,7 @@ ORDER BY 1;
 SELECT t.oid::regtype AS internal_type
 FROM pg_type t
 WHERE t.typnamespace = 'flake_internal'::regnamespace AND t.typtype = 'c'
-ORDER BY 1::text;
+ORDER BY t.oid::regtype::text;
 -- the relations of the extension: the view users read in its schema, the
 -- table flake_origin in flake_internal, out of the way of applications'
 -- schema dumps (Rails' schema.rb) and introspection
@@ -36,7 +36,7 @@ FROM pg_depend d
 JOIN pg_class c ON d.classid = 'pg_class'::regclass AND c.oid = d.objid
 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
   AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'flake')
-ORDER BY 1::text;
+ORDER BY c.oid::regclass::text;
 
 -- the schema: a member of the extension, USAGE for every role, CREATE for
 -- its owner alone

@@ -146,4 +146,4 @@ ALTER SYSTEM SET flake.randflake_nodes = '5,3';
 SELECT p.oid::regprocedure, provolatile, proparallel
 FROM pg_proc p
 WHERE proname LIKE 'randflake%'
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text;
