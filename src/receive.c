@@ -32,7 +32,11 @@
  * Restore: flake_take_over_ids() reads every such column of the database
  * (a full scan) and takes over the servers its flake_origin names at the
  * newest time found, as flake_take_over() does with a stopped server's
- * files (state.c).
+ * files (state.c).  The old server's rekey claims are in its flake.rekeys,
+ * not in the dump; so the ids themselves are claimed: each id on a node of
+ * flake.rekey_nodes claims its node, and each ulidflake id its band (any
+ * may be a rekey's), for the milliseconds such ids span, merged per node
+ * and band.  A later rekey here of those times takes another node or band.
  *
  * An id more than FLAKE_RECEIVE_MAX_AHEAD_MS ahead of this server's clock
  * is refused, not taken: it was made with other settings or another secret
@@ -77,14 +81,17 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "claims.h"
 #include "clock.h"
 #include "compat.h"
 #include "hwm.h"
 #include "origin.h"
 #include "randflake.h"
 #include "receive.h"
+#include "settings.h"
 #include "shmem.h"
 #include "snowflake.h"
+#include "snowflake_settings.h"
 #include "state.h"
 #include "ulidflake.h"
 
@@ -492,12 +499,105 @@ flake_receive_subscribed_tables(void)
 }
 
 /*
+ * The rekey claims that the ids of a database make, one per node of
+ * flake.rekey_nodes and per ulidflake band that its ids use.
+ */
+typedef struct HeldClaims
+{
+	bool	   *rekey_node;		/* by node: one of flake.rekey_nodes */
+	HTAB	   *claims;			/* HeldClaim by node (-1 - band) */
+} HeldClaims;
+
+typedef struct HeldClaim
+{
+	int32		node;			/* the key */
+	FlakeRekeyClaim claim;
+} HeldClaim;
+
+/* flake_nodes_foreach callback: mark the nodes lo to hi. */
+static void
+mark_rekey_nodes(int64 lo, int64 hi, void *arg)
+{
+	for (int64 n = lo; n <= hi; n++)
+		((bool *) arg)[n] = true;
+}
+
+static void
+held_claims_init(HeldClaims *held)
+{
+	HASHCTL		ctl;
+
+	held->rekey_node = palloc0(sizeof(bool) << snowflake_node_bits);
+	flake_nodes_foreach(snowflake_rekey_nodes_string, snowflake_node_bits,
+						mark_rekey_nodes, held->rekey_node);
+	ctl.keysize = sizeof(int32);
+	ctl.entrysize = sizeof(HeldClaim);
+	ctl.hcxt = CurrentMemoryContext;
+	held->claims = hash_create("flake held rekey claims", 64, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+/*
+ * Claim for an id the database holds what a rekey of its millisecond could
+ * give it again: its node if it is one of flake.rekey_nodes (in ms since
+ * flake.epoch), its band if it is a ulidflake (since the ulidflake epoch).
+ * No rekey makes randflake ids.
+ */
+static void
+hold_claim(HeldClaims *held, FlakeHwm family, int64 id)
+{
+	int32		node;
+	int64		ms;
+	HeldClaim  *entry;
+	bool		found;
+
+	if (family == FLAKE_HWM_SNOWFLAKE)
+	{
+		node = snowflake_node_of(id);
+		if (!held->rekey_node[node])
+			return;
+		ms = id >> (snowflake_node_bits + snowflake_sequence_bits);
+	}
+	else if (family == FLAKE_HWM_ULIDFLAKE)
+	{
+		node = -1 - (int32) (id & (FLAKE_REKEY_BANDS - 1));
+		ms = id >> ULIDFLAKE_ENTROPY_BITS;
+	}
+	else
+		return;
+	entry = hash_search(held->claims, &node, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset(&entry->claim, 0, sizeof(entry->claim));
+		entry->claim.node = node;
+		entry->claim.first_ms = entry->claim.last_ms = ms;
+	}
+	entry->claim.first_ms = Min(entry->claim.first_ms, ms);
+	entry->claim.last_ms = Max(entry->claim.last_ms, ms);
+}
+
+/* The claims held, as an array for the take-over; their number. */
+static uint32
+held_claims(HeldClaims *held, FlakeRekeyClaim **claims)
+{
+	HASH_SEQ_STATUS status;
+	HeldClaim  *entry;
+	uint32		n = 0;
+
+	*claims = palloc(sizeof(FlakeRekeyClaim) * Max(hash_get_num_entries(held->claims), 1));
+	hash_seq_init(&status, held->claims);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		(*claims)[n++] = entry->claim;
+	return n;
+}
+
+/*
  * Read every id in the columns of ids of a table into the newest mark of
- * each family; the number of ids read.
+ * each family and the rekey claims the ids hold; the number of ids read.
  */
 static int64
 scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
-		   FlakeMarks *newest)
+		   FlakeMarks *newest, HeldClaims *held)
 {
 	TableScanDesc scan = flake_table_beginscan(rel, GetActiveSnapshot());
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
@@ -515,6 +615,7 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 			if (!isnull && decode_received(rel, &columns[i], value, &mark, &raw))
 			{
 				newest->mark[columns[i].family] = Max(newest->mark[columns[i].family], mark);
+				hold_claim(held, columns[i].family, DatumGetInt64(value));
 				ids++;
 			}
 		}
@@ -528,13 +629,15 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 /*
  * flake_take_over_ids(): take over the servers this database's flake_origin
  * names from the ids the database holds, with no access to those servers:
- * after a restore of a dump of a running server.  Returns the servers, the
- * newest time found per family (NULL where none) and the number of ids read.
+ * after a restore of a dump of a running server, with the rekey claims its
+ * ids hold.  Returns the servers, the newest time found per family (NULL
+ * where none) and the number of ids read.
  */
 Datum
 flake_take_over_ids(PG_FUNCTION_ARGS)
 {
 	FlakeOtherState other;
+	HeldClaims	held;
 	Relation	pg_class;
 	TableScanDesc scan;
 	HeapTuple	tuple;
@@ -550,6 +653,7 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 
 	memset(&other, 0, sizeof(other));
 	flake_origin_servers(&other.servers);
+	held_claims_init(&held);
 
 	/* every table with a column of ids, read straight from the heap */
 	pg_class = table_open(RelationRelationId, AccessShareLock);
@@ -566,13 +670,14 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 		rel = table_open(form->oid, AccessShareLock);
 		ncolumns = received_columns(rel, &columns);
 		if (ncolumns > 0)
-			ids += scan_table(rel, columns, ncolumns, &other.marks);
+			ids += scan_table(rel, columns, ncolumns, &other.marks, &held);
 		pfree(columns);
 		table_close(rel, AccessShareLock);
 	}
 	table_endscan(scan);
 	table_close(pg_class, AccessShareLock);
 
+	other.nclaims = held_claims(&held, &other.claims);
 	flake_take_over_state(&other, &values[0], &nulls[0]);
 	ereport(LOG,
 			(errmsg("flake took over the state of %u other servers from the " INT64_FORMAT " ids of database \"%s\"",
