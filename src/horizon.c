@@ -185,17 +185,11 @@ horizon_startup(void *part, bool fresh, const FlakeMarks *marks)
 	load_prepared();
 }
 
-/* The horizon follows the families' state, which moves on its own. */
-static void
-horizon_raise(const FlakeMarks *marks)
-{
-}
-
+/* No raise: the horizon follows the families' state, which moves on its own. */
 static const FlakeShmemPart horizon_part = {
 	.name = "flake horizon",
 	.size = horizon_size,
 	.startup = horizon_startup,
-	.raise = horizon_raise,
 };
 
 /* From _PG_init, while shared_preload_libraries are loaded. */

@@ -199,7 +199,8 @@ flake_shmem_raise(void)
 
 	flake_hwm_current(&flake_shared->marks.value, &marks);
 	for (int i = 0; i < nparts; i++)
-		parts[i]->raise(&marks);
+		if (parts[i]->raise != NULL)
+			parts[i]->raise(&marks);
 }
 
 /*

@@ -52,7 +52,11 @@ typedef struct FlakeShmemPart
 	Size		(*size) (void);
 	/* attach to the part; when fresh, set it up just above the marks */
 	void		(*startup) (void *part, bool fresh, const FlakeMarks *marks);
-	/* raise the state just above marks that moved (flake_raise_last) */
+
+	/*
+	 * raise the state just above marks that moved (flake_raise_last); NULL
+	 * for a part whose state the marks do not bound
+	 */
 	void		(*raise) (const FlakeMarks *marks);
 } FlakeShmemPart;
 
