@@ -15,6 +15,12 @@
 
 FLAKE_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# The version flake.control makes the default: of the tree's, of file $1,
+# or with "-" of the control file's text on standard input.
+flake_control_version() {
+	sed -n "s/^default_version = '\(.*\)'/\1/p" "${1:-$FLAKE_TOP/flake.control}"
+}
+
 flake_die() {
 	echo "flake: $*" >&2
 	exit 1
