@@ -1,4 +1,4 @@
-# An install of each released version (1.0 to 1.3) updated with ALTER
+# An install of each released version (1.0 to 1.4) updated with ALTER
 # EXTENSION flake UPDATE has exactly the objects of a fresh install of the
 # current version.
 #
@@ -20,7 +20,7 @@ my ($current) = slurp_file('flake.control') =~ /^default_version = '([^']+)'/m;
 ok($current, "the control file names the current version ($current)");
 isnt($current, '1.0', 'the current version is not 1.0');
 
-my @released = ('1.0', '1.1', '1.2', '1.3');
+my @released = ('1.0', '1.1', '1.2', '1.3', '1.4');
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION flake');
 foreach my $version (@released)
