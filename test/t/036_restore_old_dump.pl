@@ -1,7 +1,7 @@
 # A dump of a database at 1.2 or 1.3 loads flake_origin's rows with COPY
 # <extension's schema>.flake_origin, where the table was before 1.4.
 # Restored (plain with psql, custom with pg_restore) into another server,
-# whose CREATE EXTENSION makes 1.4, the rows reach
+# whose CREATE EXTENSION makes the current version, the rows reach
 # flake_internal.flake_origin, and flake refuses to generate there (55000)
 # as in a database restored from a dump of 1.4: on the code before, the
 # COPY failed, the rows were lost, and the restored database issued ids
@@ -45,6 +45,7 @@ foreach my $db (sort keys %databases)
 like(slurp_file("$dir/v1_3_ext.sql"), qr/^COPY ext\.flake_origin /m,
 	'a dump of 1.3 loads the rows into <extension schema>.flake_origin');
 
+my ($current) = slurp_file('flake.control') =~ /^default_version = '([^']+)'/m;
 my $new = flake_cluster('new');
 $new->start;
 my $new_system = $new->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()');
@@ -66,7 +67,7 @@ foreach my $db (sort keys %databases)
 				SELECT extversion FROM pg_extension WHERE extname = 'flake';
 				SELECT string_agg(system_identifier::text, ' ' ORDER BY system_identifier <> }
 				  . $new_system . q{) FROM flake_internal.flake_origin}),
-			"1.4\n$new_system $old_system", "$restored: flake_origin names the new and the old server");
+			"$current\n$new_system $old_system", "$restored: flake_origin names the new and the old server");
 		my ($ret, $stdout, $stderr) = $new->psql($restored, "\\set VERBOSITY verbose\nSELECT $schema.flake_next()");
 		like($stderr, qr/ERROR:  55000: this database holds ids of another server/,
 			"$restored: generating is refused");
