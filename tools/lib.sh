@@ -68,8 +68,8 @@ flake_ensure_packages() {
 	fi
 	# interrupted, it still removes the file before it stops
 	trap 'rc=1' INT TERM HUP
-	flake_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-		flake_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+	flake_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq &&
+		flake_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${missing[@]}" >/dev/null ||
 		rc=1
 	trap - INT TERM HUP
 	[ ${#servers[@]} -eq 0 ] || flake_root rm -f "$FLAKE_NO_MAIN_CLUSTER"
