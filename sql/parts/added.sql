@@ -46,3 +46,38 @@ CREATE FUNCTION flake_decode(id text, OUT ts timestamptz, OUT node integer, OUT 
 		SELECT * FROM flake_decode(id::bigint);
 	END;
 COMMENT ON FUNCTION flake_decode(text) IS 'time, node and sequence of a Snowflake id given as decimal text';
+
+------------------------------------------------------------------------
+-- The columns of the database that still take their ids from a sequence
+-- (serial and identity columns): what flake.serial_default left to them,
+-- 16- and 32-bit keys an ORM declared by default above all, and tables
+-- made before it.  Its WARNING does not reach an ORM's user; this list
+-- does, after the migrations.  Read from the catalogs, which every role
+-- may read; other extensions' tables and other sessions' temporary tables
+-- are left out.
+------------------------------------------------------------------------
+
+CREATE FUNCTION flake_sequence_keys(OUT table_name regclass, OUT column_name name,
+									OUT type regtype, OUT sequence regclass)
+	RETURNS SETOF record
+	LANGUAGE sql STABLE PARALLEL SAFE
+	BEGIN ATOMIC
+		SELECT c.oid::pg_catalog.regclass, a.attname, a.atttypid::pg_catalog.regtype,
+			   s.oid::pg_catalog.regclass
+		  FROM pg_catalog.pg_depend d
+		  JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+		  JOIN pg_catalog.pg_class c ON c.oid = d.refobjid
+		  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.refobjsubid
+		 WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+		   AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+		   AND d.deptype IN ('a', 'i') AND d.refobjsubid > 0 AND NOT a.attisdropped
+		   AND c.relnamespace <> 'pg_catalog'::pg_catalog.regnamespace
+		   AND c.relnamespace <> 'information_schema'::pg_catalog.regnamespace
+		   AND NOT pg_catalog.pg_is_other_temp_schema(c.relnamespace)
+		   AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend e
+						   WHERE e.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+							 AND e.objid = c.oid AND e.deptype = 'e')
+		 ORDER BY c.oid::pg_catalog.regclass::pg_catalog.text, a.attnum;
+	END;
+COMMENT ON FUNCTION flake_sequence_keys() IS
+	'the columns that take their ids from a sequence: serial and identity columns, those flake.serial_default left';
