@@ -827,8 +827,8 @@ COMMENT ON FUNCTION flake_internal.migrate_read_as_owner(regclass, text, boolean
 
 --
 -- A blocker found by a dry run, as a plan step: the error it would raise,
--- with its detail and its hint, so that the dry run says what to do as the
--- real run's error does.
+-- then its hint and its detail, so that the dry run leads with what stops
+-- it and what to do, as the real run's error says them.
 --
 CREATE FUNCTION flake_internal.migrate_blocked(message text, sqlstate text, detail text,
 													 hint text DEFAULT NULL)
@@ -838,7 +838,8 @@ CREATE FUNCTION flake_internal.migrate_blocked(message text, sqlstate text, deta
 AS $$
 	SELECT ROW('blocked',
 			   format('%s (SQLSTATE %s)', message, sqlstate)
-			   || coalesce('. ' || nullif(concat_ws(' ', detail, 'Hint: ' || hint), ''), ''),
+			   || coalesce('. ' || nullif(concat_ws(' ', 'Hint: ' || hint, 'Detail: ' || detail), ''),
+						   ''),
 			   false, false, NULL)::flake_internal.migrate_step
 $$;
 COMMENT ON FUNCTION flake_internal.migrate_blocked(text, text, text, text) IS
@@ -1144,6 +1145,32 @@ COMMENT ON FUNCTION flake_internal.migrate_candidates(regclass, name,
 	'without a foreign key';
 
 --
+-- The name of a rekey's mapping table: <table>_flake_map, in the table's
+-- schema, the table's name shortened to fit.  Apart from the checks of
+-- migrate_map_name(), so that a dry run they block still names it.
+--
+CREATE FUNCTION flake_internal.migrate_map_rel(tbl regclass)
+	RETURNS text
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	rel			record;
+	map_name	text;
+BEGIN
+	SELECT c.relname, n.nspname INTO rel
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+	map_name := rel.relname;
+	WHILE octet_length(map_name || '_flake_map') > 63 LOOP
+		map_name := left(map_name, -1);
+	END LOOP;
+	RETURN format('%I.%I', rel.nspname, map_name || '_flake_map');
+END
+$$;
+COMMENT ON FUNCTION flake_internal.migrate_map_rel(regclass) IS
+	'flake_migrate() helper: the name of a rekey''s mapping table';
+
+--
 -- Rekeying's arguments and prerequisites; returns the mapping table's name.
 --
 CREATE FUNCTION flake_internal.migrate_map_name(tbl regclass, col name, generator text,
@@ -1154,8 +1181,6 @@ CREATE FUNCTION flake_internal.migrate_map_name(tbl regclass, col name, generato
 AS $$
 DECLARE
 	rekey_type	oid;
-	rel			record;
-	map_name	text;
 	map_rel		text;
 BEGIN
 	IF generator = 'randflake_next' THEN
@@ -1213,13 +1238,7 @@ BEGIN
 				  HINT = 'Add a primary key or a unique constraint on the column first.';
 	END IF;
 
-	SELECT c.relname, n.nspname INTO rel
-	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
-	map_name := rel.relname;
-	WHILE octet_length(map_name || '_flake_map') > 63 LOOP
-		map_name := left(map_name, -1);
-	END LOOP;
-	map_rel := format('%I.%I', rel.nspname, map_name || '_flake_map');
+	map_rel := flake_internal.migrate_map_rel(tbl);
 	IF to_regclass(map_rel) IS NOT NULL THEN
 		RAISE EXCEPTION 'relation % already exists', map_rel
 			USING ERRCODE = 'duplicate_table',
@@ -2549,6 +2568,8 @@ BEGIN
 			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
 									det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 			blocked := blocked || flake_internal.migrate_blocked(msg, state, det, hint);
+			-- the plan below it names the table all the same
+			map_rel := flake_internal.migrate_map_rel(tbl);
 		END;
 	END IF;
 	BEGIN
