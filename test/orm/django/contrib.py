@@ -6,10 +6,11 @@ go on, they keep their sequences, and flake_sequence_keys() lists them.
 Prints one line of JSON: the Django version, the keys listed, the id of a
 user made (from its sequence)."""
 import json
-import os
 
 import django
 from django.conf import settings
+
+from connection import DATABASES
 
 settings.configure(
     INSTALLED_APPS=[
@@ -18,15 +19,7 @@ settings.configure(
         "django.contrib.sessions",
         "django.contrib.admin",
     ],
-    DATABASES={
-        "default": {
-            "ENGINE": "django.db.backends.postgresql",
-            "HOST": os.environ["PGHOST"],
-            "PORT": os.environ["PGPORT"],
-            "USER": os.environ["PGUSER"],
-            "NAME": os.environ["PGDATABASE"],
-        }
-    },
+    DATABASES=DATABASES,
     DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
     USE_TZ=True,
     SECRET_KEY="test/t/077",
