@@ -26,11 +26,12 @@
  * WARNING names them, which reaches the server log too, since an ORM shows
  * its user no NOTICE; flake.serial_default_narrow = error refuses them
  * instead, for applications whose every key must be flake's (Django's own
- * contrib tables are 32-bit: there the WARNING is the default); identity columns with sequence options, which ask for a
- * sequence (Citus's DDL for the shell tables of identity tables has them);
- * what LIKE copies; columns of existing tables (ALTER ... ADD GENERATED, as
- * pg_dump restores identity columns, is not touched: dumps restore as they
- * were dumped); and extension scripts.  GENERATED ALWAYS becomes a plain
+ * contrib tables are 32-bit: there the WARNING is the default); identity
+ * columns with sequence options, which ask for a sequence (Citus's DDL for
+ * the shell tables of identity tables has them); what LIKE copies; columns
+ * of existing tables (ALTER ... ADD GENERATED, as pg_dump restores identity
+ * columns, is not touched: dumps restore as they were dumped); and
+ * extension scripts.  GENERATED ALWAYS becomes a plain
  * default: a NOTICE says that explicit values are then accepted.
  *
  *-------------------------------------------------------------------------
