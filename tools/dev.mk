@@ -20,7 +20,7 @@ Develop
   check-examples      every SQL example of README.md and docs/*.md
   check-structure     the C files depend one way
   check-meta          the release metadata at flake.control's version
-  check-paths         the paths comments and docs name exist, the docs' links resolve
+  check-paths         the paths comments and docs name exist, the links resolve, the docs stay short
   check-majors        how the scripts choose their PostgreSQL
   indent              lay out the C as pgindent does (check-indent: fail if not)
   list-regress, list-isolation   the suites' tests, one a line

@@ -199,9 +199,12 @@ flake_pg_user() {
 	fi
 }
 
+# Run a command as that user.  As root, from /tmp: postgres may not enter root's working directory
+# (/root/flake), and initdb, pg_ctl and psql would each say so.  Callers
+# pass absolute paths.
 flake_as_pg_user() {
 	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- env HOME=/tmp PATH="$PATH" "$@"
+		(cd /tmp && runuser -u postgres -- env HOME=/tmp PATH="$PATH" "$@")
 	else
 		"$@"
 	fi

@@ -23,8 +23,10 @@ COMMENT ON FUNCTION ulidflake_send(ulidflake) IS 'binary output of a ulidflake, 
 
 -- In the string category, as its text form is: a quoted literal where
 -- overloads for ulidflake and bigint meet (flake_timestamp('02N1X2KCSDK1S'))
--- is taken as a ulidflake instead of being ambiguous.  No implicit cast
--- comes with it; text stays the preferred type of the category.
+-- is taken as a ulidflake instead of being ambiguous; where a text
+-- overload is there too (flake_timestamp(text), 1.5), as text, the
+-- category's preferred type, which reads 13 characters as a ulidflake.
+-- No implicit cast comes with it.
 CREATE TYPE ulidflake (
 	INPUT = ulidflake_in,
 	OUTPUT = ulidflake_out,

@@ -18,7 +18,7 @@ use FlakeClock;
 use FlakeTest;
 
 my $tmpfs = $ENV{FLAKE_TEST_TMPFS};
-plan skip_all => 'FLAKE_TEST_TMPFS is unset: tools/run mounts a small tmpfs for this test only when it runs as root'
+plan skip_all => 'it needs a small tmpfs, which make test mounts only as root (sudo make test)'
   unless $tmpfs;
 
 my $node = PostgreSQL::Test::Cluster->new('full_disk');
