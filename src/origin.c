@@ -66,6 +66,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "hwm.h"
 #include "origin.h"
@@ -302,9 +303,11 @@ flake_origin_check(void)
  * ids of every server it names (flake_take_over_ids()): each row's
  * taken_over_by becomes this server.  Part of the caller's transaction, so
  * that the record is committed only after the marks it stands for are
- * raised (and in WAL), and a take-over that fails records nothing.  A
- * database whose flake is older than 1.5 has no column for the record:
- * refused, nothing taken over.
+ * raised (and in WAL), and a take-over that fails records nothing.  Only
+ * the rows the statement's snapshot sees, the one the tables' ids are read
+ * with: rows restored meanwhile stay without the record.  A database whose
+ * flake is older than 1.5 has no column for the record: refused, nothing
+ * taken over.
  */
 void
 flake_origin_record_take_over(void)
@@ -313,6 +316,7 @@ flake_origin_record_take_over(void)
 	char	   *query;
 	Oid			argtypes[1] = {INT8OID};
 	Datum		args[1] = {Int64GetDatum((int64) GetSystemIdentifier())};
+	SPIPlanPtr	plan;
 
 	if (!OidIsValid(relid))
 		return;
@@ -329,7 +333,12 @@ flake_origin_record_take_over(void)
 												get_rel_name(relid)));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(query, 1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+	plan = SPI_prepare(query, 1, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare the record of the take-over: %s",
+			 SPI_result_code_string(SPI_result));
+	if (SPI_execute_snapshot(plan, args, NULL, GetActiveSnapshot(), InvalidSnapshot,
+							 false, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the take-over in flake_origin");
 	SPI_finish();
 	pfree(query);
