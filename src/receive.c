@@ -30,9 +30,10 @@
  * (hwm.c), the file and WAL.
  *
  * Restore: flake_take_over_ids() reads every such column of the database
- * (a full scan) and takes over the servers its flake_origin names at the
- * newest time found, as flake_take_over() does with a stopped server's
- * files (state.c).  The old server's rekey claims are in its flake.rekeys,
+ * (a full scan) and raises the marks to the newest time found, as
+ * flake_take_over() does with a stopped server's files (state.c); the
+ * servers its flake_origin names are taken over in this database only,
+ * recorded there (origin.c), not in flake.hwm.  The old server's rekey claims are in its flake.rekeys,
  * not in the dump; so the ids themselves are claimed: each id on a node of
  * flake.rekey_nodes claims its node, and each ulidflake id its band (any
  * may be a rekey's), for the milliseconds such ids span, merged per node
@@ -630,13 +631,15 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
  * flake_take_over_ids(): take over the servers this database's flake_origin
  * names from the ids the database holds, with no access to those servers:
  * after a restore of a dump of a running server, with the rekey claims its
- * ids hold.  Returns the servers, the newest time found per family (NULL
+ * ids hold.  Only in this database: other databases from those servers
+ * hold other ids.  Returns the servers, the newest time found per family (NULL
  * where none) and the number of ids read.
  */
 Datum
 flake_take_over_ids(PG_FUNCTION_ARGS)
 {
 	FlakeOtherState other;
+	FlakeServers origin;
 	HeldClaims	held;
 	Relation	pg_class;
 	TableScanDesc scan;
@@ -651,8 +654,10 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
+	flake_origin_record_take_over();
 	memset(&other, 0, sizeof(other));
-	flake_origin_servers(&other.servers);
+	other.servers.id = palloc(0);
+	flake_origin_servers(&origin);
 	held_claims_init(&held);
 
 	/* every table with a column of ids, read straight from the heap */
@@ -678,10 +683,10 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 	table_close(pg_class, AccessShareLock);
 
 	other.nclaims = held_claims(&held, &other.claims);
-	flake_take_over_state(&other, &values[0], &nulls[0]);
+	flake_take_over_state(&other, &origin, &values[0], &nulls[0]);
 	ereport(LOG,
 			(errmsg("flake took over the state of %u other servers from the " INT64_FORMAT " ids of database \"%s\"",
-					other.servers.count, ids, get_database_name(MyDatabaseId))));
+					origin.count, ids, get_database_name(MyDatabaseId))));
 	values[4] = Int64GetDatum(ids);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));

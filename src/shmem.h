@@ -75,7 +75,8 @@ extern void flake_require_shared(void);
 extern void flake_check_recovery(const char *generator);
 extern void flake_shmem_raise(void);
 extern void flake_take_over_check(const char *function, const char *why);
-extern void flake_take_over_state(const FlakeOtherState *other, Datum *values,
+extern void flake_take_over_state(const FlakeOtherState *other,
+								  const FlakeServers *shown, Datum *values,
 								  bool *nulls);
 
 /*

@@ -308,7 +308,7 @@ flake_take_over(PG_FUNCTION_ARGS)
 	system_identifier = other_directory(directory);
 	flake_state_read_other(directory, system_identifier, &other);
 
-	flake_take_over_state(&other, &values[1], &nulls[1]);
+	flake_take_over_state(&other, &other.servers, &values[1], &nulls[1]);
 	ereport(LOG,
 			(errmsg("flake took over the state of the server with system identifier " UINT64_FORMAT " from \"%s\"",
 					system_identifier, directory)));

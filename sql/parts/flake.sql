@@ -409,12 +409,18 @@ COMMENT ON SCHEMA flake_internal IS
 -- (public by default), so that the schema dumps and introspection of
 -- applications' tools (Rails' schema.rb, Django's inspectdb, ...) do not
 -- take it for one of the application's tables.
-CREATE TABLE flake_internal.flake_origin (system_identifier bigint NOT NULL);
+-- taken_over_by (1.5): the server that took over that server's ids in
+-- this database (flake_take_over_ids()); such a take-over is the
+-- database's, not the server's: it goes with the database, and counts only
+-- on that server or one that took over its whole state.
+CREATE TABLE flake_internal.flake_origin (system_identifier bigint NOT NULL, taken_over_by bigint);
 COMMENT ON TABLE flake_internal.flake_origin IS
 	'the servers (system identifiers) whose ids this database may hold: '
 	'flake generates only where flake.hwm covers them all';
 COMMENT ON COLUMN flake_internal.flake_origin.system_identifier IS
 	'the system identifier of a server (pg_control_system()) whose ids this database may hold';
+COMMENT ON COLUMN flake_internal.flake_origin.taken_over_by IS
+	'the server that took over these ids in this database (flake_take_over_ids()), or NULL';
 INSERT INTO flake_internal.flake_origin SELECT system_identifier FROM pg_control_system();
 SELECT pg_catalog.pg_extension_config_dump('flake_internal.flake_origin', '');
 
@@ -472,5 +478,5 @@ CREATE FUNCTION flake_take_over_ids(OUT servers bigint[],
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 REVOKE EXECUTE ON FUNCTION flake_take_over_ids() FROM PUBLIC;
 COMMENT ON FUNCTION flake_take_over_ids() IS
-	'take over the servers flake_origin names from the ids this database holds, '
-	'with no access to them: after restoring a dump of a running server';
+	'take over, in this database only, the servers flake_origin names from the ids '
+	'this database holds, with no access to them: after restoring a dump of a running server';
