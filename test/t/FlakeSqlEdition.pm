@@ -63,13 +63,16 @@ sub sql_edition_scripts
 
 # A started server of the installation without flake, pg_tle preloaded
 # and created, and the owner role, which may create schemas in postgres.
+# $before_start, if given, is called with the server before it starts (to
+# put it on a faked clock: FlakeClock).
 sub sql_edition_server
 {
-	my ($name, $install, $conf) = @_;
+	my ($name, $install, $conf, $before_start) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name, install_path => $install);
 	$node->init;
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'pg_tle'\nrestart_after_crash = on\n" . ($conf // ''));
+	$before_start->($node) if $before_start;
 	$node->start;
 	$node->safe_psql('postgres', qq{
 		CREATE EXTENSION pg_tle;
