@@ -94,16 +94,19 @@ $$;
 
 -- The slow path, under the node's advisory lock (a session lock, released
 -- before returning: a transaction lock would hold every other session of
--- the node until the caller's transaction ends).
+-- the node until the caller's transaction ends).  A value it does not
+-- return (of a millisecond that is over) is dropped, never reused.
 --
--- Why a setval never moves the sequence back under a value returned: it
--- runs under the lock, after reading the clock and then the sequence's
--- last value.  A session that takes a value after that read reads its
--- clock after it too, so the value's millisecond (at most last's) is
--- before its clock's: it comes here and waits for the lock.  So the values
--- taken meanwhile are at most one a session, and the setval's target lies
--- more than 1024 values above last (else it waits for the sequence to get
--- there by itself).
+-- Why a setval never hands out again a value that was returned: it runs
+-- under the lock, after reading the clock and then the sequence's last
+-- value, and sets the sequence to the last value of the clock's previous
+-- millisecond, above last.  A value taken since that read lies in last's
+-- millisecond or an earlier one, below the setval, unless more values
+-- were taken meanwhile than are left in that millisecond: so the setval
+-- waits (lets nextval get there) while fewer than 1024 are left.  And a
+-- session that took such a value read its clock later still, found the
+-- value's millisecond over, and came here to drop it.
+-- It returns the id of the value it settles on.
 CREATE FUNCTION flake_internal.advance(node integer, v bigint) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -151,14 +154,14 @@ BEGIN
 		RAISE;
 	END;
 	PERFORM pg_advisory_unlock(flake_internal.lock_key(), node);
-	RETURN v;
+	RETURN ((v >> 12) << 22) | (node::bigint << 12) | (v & 4095);
 END
 $$;
 
 -- flake_next(), for the node of the settings: written by set_nodes(), with
 -- the node and its sequence as constants.  The hot path: one nextval and
--- one look at the clock.  No SET clause (it would cost more than the
--- rest): every name is qualified.
+-- one look at the clock, in two PL/pgSQL expressions.  No SET clause (it
+-- would cost more than the rest): every name is qualified.
 CREATE FUNCTION flake_internal.flake_next_source(node integer) RETURNS text
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $source_of$
 	SELECT format($source$
@@ -167,16 +170,16 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $body$
 DECLARE
 	v bigint := pg_catalog.nextval(%1$L::regclass);
 BEGIN
-	IF (v OPERATOR(pg_catalog.>>) 12) OPERATOR(pg_catalog.<>)
-		(pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
-						  OPERATOR(pg_catalog.*) 1000)::bigint OPERATOR(pg_catalog.-) 1420070400000) THEN
-		v := flake_internal.advance(%2$s, v);
-	END IF;
-	RETURN ((v OPERATOR(pg_catalog.>>) 12) OPERATOR(pg_catalog.<<) 22)
-		OPERATOR(pg_catalog.|) (%3$s::bigint OPERATOR(pg_catalog.|) (v OPERATOR(pg_catalog.&) 4095));
+	RETURN CASE WHEN (v OPERATOR(pg_catalog.>>) 12) OPERATOR(pg_catalog.=)
+			(pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+							  OPERATOR(pg_catalog.*) 1000)::bigint OPERATOR(pg_catalog.-) 1420070400000)
+		THEN ((v OPERATOR(pg_catalog.>>) 12) OPERATOR(pg_catalog.<<) 22) %3$s (v OPERATOR(pg_catalog.&) 4095)
+		ELSE flake_internal.advance(%2$s, v) END;
 END
 $body$
-$source$, flake_internal.node_sequence($1)::text, $1, $1::bigint << 12)
+$source$, flake_internal.node_sequence($1)::text, $1,
+	CASE WHEN $1 = 0 THEN 'OPERATOR(pg_catalog.|)'
+		 ELSE format('OPERATOR(pg_catalog.|) %s OPERATOR(pg_catalog.|)', $1::bigint << 12) END)
 $source_of$;
 
 -- Set the nodes of this server (as flake.nodes and a restart do in the C
@@ -207,7 +210,7 @@ BEGIN
 	END IF;
 	v := nextval(flake_internal.node_sequence(node));
 	IF v >> 12 <> floor(date_part('epoch', clock_timestamp()) * 1000)::bigint - 1420070400000 THEN
-		v := flake_internal.advance(node, v);
+		RETURN flake_internal.advance(node, v);
 	END IF;
 	RETURN (v >> 12 << 22) | (node::bigint << 12) | (v & 4095);
 END
