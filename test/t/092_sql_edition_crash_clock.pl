@@ -1,6 +1,7 @@
 # The SQL edition across a crash (a backend killed with SIGKILL), an
-# immediate stop, and a wall clock stepped back 5 s (libfaketime) while
-# running, and 15 s across a restart: no id is issued again, ids keep
+# immediate stop, a wall clock stepped back 5 s (libfaketime) while
+# running, 15 s across a restart, and a standby promoted with its clock
+# behind the primary's ids: no id is issued again, ids keep
 # increasing, and a clock further behind the last id than max_borrow_ms
 # plus one second is refused with 55000, as the C edition does.
 use strict;
@@ -17,7 +18,8 @@ use FlakeSqlEdition;
 my $install = sql_edition_required();
 my ($tle) = sql_edition_scripts();
 my $clock;
-my $node = sql_edition_server('sql_edition_crash_clock', $install, '', sub { $clock = FlakeClock->new(shift) });
+my $node = sql_edition_server('sql_edition_crash_clock', $install, "wal_level = replica\nmax_wal_senders = 4\n",
+	sub { $clock = FlakeClock->new(shift) });
 sql_edition_install_tle($node, $tle);
 my $owner = $sql_edition_owner;
 
@@ -85,13 +87,35 @@ like($stderr, qr/ERROR:  55000: the system clock is \d+ ms behind the last id of
 $clock->set('+0');
 generate();
 
+# 5. a standby, promoted after it replayed the primary's ids, with its
+# clock 10 s behind them: it continues above them, from the sequences'
+# records it replayed, as the C edition does from its marks
+$node->backup('backup');
+my $standby = PostgreSQL::Test::Cluster->new('sql_edition_standby', install_path => $install);
+$standby->init_from_backup($node, 'backup', has_streaming => 1);
+$standby->start;
+set_max_borrow(60000);
+generate();
+$node->wait_for_catchup($standby);
+$node->stop;
+$clock->set('-10s');
+$standby->promote;
+$node = $standby;
+generate();
+is($node->safe_psql('postgres', qq{
+	SELECT count(*) FROM ids i
+	JOIN (SELECT flake_node(id) AS node, max(id) AS last FROM ids WHERE phase < $phase GROUP BY 1) e
+		ON e.node = flake_node(i.id)
+	WHERE i.phase = $phase AND i.id <= e.last}),
+	'0', 'the promoted standby continues above the ids the primary issued, with its clock behind them');
+
 is($node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM ids'),
 	join('|', 22000 * $phase, 22000 * $phase), 'no id repeated');
 is( $node->safe_psql('postgres', q{
 		SELECT count(*) FROM (
 			SELECT id <= lag(id) OVER (PARTITION BY flake_node(id) ORDER BY n) AS back FROM ids) s
 		WHERE back}),
-	'0', "each node's ids increase across the crash, the stop and the clock's steps");
+	'0', "each node's ids increase across the crash, the stop, the clock's steps and the promotion");
 
 $node->stop;
 done_testing();
