@@ -330,6 +330,48 @@ check_layout(void)
 			 errhint("Set flake.epoch, flake.id_bits, flake.node_bits and flake.sequence_bits back to those values and restart. A layout may change only where its ids lie above every id issued, such as a larger flake.id_bits (see \"The layout\" in docs/guarantees.md).")));
 }
 
+/*
+ * Before another server's state is taken over (flake_take_over()): refuse
+ * where that server issued ids, up to its mark, in a layout (its
+ * flake.layout) whose ids this server's settings do not all lie above.
+ * A server before 1.5 recorded none: its layout is taken as this one's.
+ */
+void
+snowflake_check_other_layout(const char *directory, int64 mark_unix_ms)
+{
+	char		path[MAXPGPATH];
+	FlakeLayout other;
+	FlakeLayout current;
+	FlakeFileProblem problem;
+	char	   *mark_text;
+
+	snprintf(path, sizeof(path), "%s/%s", directory, FLAKE_LAYOUT_FILE);
+	settings_layout(&current);
+	if (!flake_layout_read(path, &other, &problem))
+	{
+		if (problem.status == FLAKE_FILE_MISSING)
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 flake_datafile_errmsg(path, &problem),
+				 errdetail("It holds the layout the other server issued flake_next()'s ids with; without it flake_next() cannot tell whether %s could issue them again.",
+						   flake_layout_text(&current)),
+				 errhint("Put back an intact copy of it, then take over.")));
+	}
+	if (mark_unix_ms <= 0 || flake_layout_equal(&other, &current) ||
+		flake_layout_keeps_above(&other, mark_unix_ms, &current))
+		return;
+	mark_text = pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(mark_unix_ms)));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the server of data directory \"%s\" issued flake_next() ids in a layout this server's could issue again",
+					directory),
+			 errdetail("It issued ids up to %s with %s; with %s, this server's settings, ids from then on do not all lie above them.",
+					   mark_text, flake_layout_text(&other),
+					   flake_layout_text(&current)),
+			 errhint("Give this server that server's flake.epoch, flake.id_bits, flake.node_bits and flake.sequence_bits, restart it, and take over again.")));
+}
+
 static void
 release_lease(int code, Datum arg)
 {

@@ -115,4 +115,21 @@ $standby->stop;
 $primary->stop;
 $node->stop;
 
+# flake_take_over() of a server whose ids this layout could issue again is
+# refused; of one whose ids it keeps above, accepted
+my $later = flake_cluster('later', "flake.epoch = '2020-01-01 00:00:00+00'\n");
+$later->start;
+$later->safe_psql('postgres', 'CREATE EXTENSION flake');
+my $node_data = $node->data_dir;
+$err = refused($later, "SELECT flake_take_over('$node_data')");
+like($err, qr/ERROR:  55000: the server of data directory ".*" issued flake_next\(\) ids in a layout this server's could issue again/,
+	'taking over a server whose ids the later epoch could issue again is refused');
+like($err, qr/HINT:  Give this server that server's flake.epoch/, '... naming the step');
+$later->stop;
+my $later_data = $later->data_dir;
+$node->start;
+is($node->safe_psql('postgres', "SELECT count(*) FROM flake_take_over('$later_data')"), '1',
+	'taking over the later epoch\'s server, whose ids lie below, is accepted');
+$node->stop;
+
 done_testing();
