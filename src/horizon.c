@@ -198,14 +198,11 @@ load_prepared(void)
 		}
 	}
 	shared->unknown_prepared = true;
-	if (data == NULL)
-		ereport(WARNING,
-				(flake_datafile_errmsg(FLAKE_PREPARED_FILE, &problem),
-				 errdetail("Every transaction still prepared holds the horizon at its lowest until it ends.")));
-	else
-		ereport(WARNING,
-				(errmsg("flake state file \"%s\" is damaged", FLAKE_PREPARED_FILE),
-				 errdetail("Every transaction still prepared holds the horizon at its lowest until it ends.")));
+	if (data != NULL)
+		problem.status = FLAKE_FILE_DAMAGED;
+	ereport(WARNING,
+			(flake_datafile_errmsg(FLAKE_PREPARED_FILE, &problem),
+			 errdetail("Every transaction still prepared holds the horizon at its lowest until it ends.")));
 }
 
 static void

@@ -130,6 +130,20 @@ my $later_data = $later->data_dir;
 $node->start;
 is($node->safe_psql('postgres', "SELECT count(*) FROM flake_take_over('$later_data')"), '1',
 	'taking over the later epoch\'s server, whose ids lie below, is accepted');
+
+# a damaged flake.layout refuses flake_next(); removed, the settings'
+# layout is taken as the one that issued the ids
+$node->stop;
+truncate("$node_data/flake.layout", 9) or die "truncate: $!";
+$node->start;
+$err = refused($node, 'SELECT flake_next()');
+like($err, qr/ERROR:  55000: flake state file "flake.layout" is damaged/, 'a damaged flake.layout is refused');
+like($err, qr/HINT:  Put back an intact copy of it and restart/, '... naming the step');
+$node->stop;
+unlink("$node_data/flake.layout") or die "unlink: $!";
+$node->start;
+is($node->safe_psql('postgres', "SELECT flake_next() > $highest"), 't',
+	'removed, flake_next() generates again');
 $node->stop;
 
 done_testing();
