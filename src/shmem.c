@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "hwm.h"
+#include "layout.h"
 #include "origin.h"
 #include "shmem.h"
 #include "state.h"
@@ -83,6 +84,10 @@ flake_shmem_startup(void)
 		flake_hwm_init(&flake_shared->marks.value, &marks);
 		flake_shared->lock = &(GetNamedLWLockTranche("flake"))->lock;
 		flake_shared->floors_final = false;
+		flake_shared->layout_read = flake_layout_read(FLAKE_LAYOUT_FILE,
+													  &flake_shared->layout,
+													  &flake_shared->layout_problem);
+		flake_shared->layout_status = FLAKE_LAYOUT_UNCHECKED;
 	}
 	for (int i = 0; i < nparts; i++)
 	{
