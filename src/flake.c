@@ -17,6 +17,7 @@
 #include "horizon.h"
 #include "logfilter.h"
 #include "origin.h"
+#include "publisher.h"
 #include "randflake.h"
 #include "receive.h"
 #include "serial_default.h"
@@ -90,9 +91,15 @@ flake_process_utility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 	flake_log_filter_after_utility(stmt);
+	if (IsA(stmt, CreateSubscriptionStmt))
+		flake_receive_check_publisher((CreateSubscriptionStmt *) stmt);
 	if (IsA(stmt, CreateSubscriptionStmt) || IsA(stmt, AlterSubscriptionStmt) ||
 		is_flake_extension_stmt(stmt))
 		flake_receive_subscribed_tables();
+	else if (IsA(stmt, AlterTableStmt))
+		flake_receive_altered_table((AlterTableStmt *) stmt);
+	else if (IsA(stmt, CopyStmt))
+		flake_receive_copied_table((CopyStmt *) stmt);
 }
 
 void

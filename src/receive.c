@@ -59,7 +59,11 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "access/xlog.h"
+#include "catalog/partition.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_subscription_rel.h"
 #include "commands/dbcommands.h"
@@ -180,35 +184,72 @@ find_generator(Node *node, GeneratorCall *call)
 }
 
 /*
- * The columns of a table whose default calls one of flake's generators;
- * palloc'd in the current memory context.  The defaults are read from the
- * relation's descriptor: no code of anyone's runs.
+ * Add to columns[*n] the columns of rel that the defaults of source (rel
+ * itself, or a partitioned table above it) make columns of ids, by name.
+ * A column typed as a domain over the generator's type holds its ids too.
  */
-static int
-received_columns(Relation rel, ReceivedColumn **columns)
+static void
+add_default_columns(Relation rel, Relation source, ReceivedColumn *columns, int *n)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			n = 0;
+	TupleDesc	desc = RelationGetDescr(source);
 
-	*columns = palloc(sizeof(ReceivedColumn) * Max(desc->constr ? desc->constr->num_defval : 0, 1));
-	if (desc->constr == NULL)
-		return 0;
-	for (int i = 0; i < desc->constr->num_defval; i++)
+	for (int i = 0; desc->constr != NULL && i < desc->constr->num_defval; i++)
 	{
 		AttrDefault *def = &desc->constr->defval[i];
 		Form_pg_attribute att = TupleDescAttr(desc, def->adnum - 1);
-		GeneratorCall call = {att->atttypid, FLAKE_HWM_SNOWFLAKE, false};
+		GeneratorCall call = {getBaseType(att->atttypid), FLAKE_HWM_SNOWFLAKE, false};
+		AttrNumber	attnum = def->adnum;
 
 		if (att->attisdropped)
 			continue;
 		(void) find_generator(stringToNode(def->adbin), &call);
-		if (call.found)
+		if (!call.found)
+			continue;
+		if (source != rel)
 		{
-			(*columns)[n].attnum = def->adnum;
-			(*columns)[n].family = call.family;
-			n++;
+			attnum = get_attnum(RelationGetRelid(rel), NameStr(att->attname));
+			if (attnum <= 0 ||
+				getBaseType(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid) != call.type)
+				continue;
 		}
+		for (int j = 0; j < *n; j++)
+			if (columns[j].attnum == attnum)
+				attnum = InvalidAttrNumber;
+		if (attnum == InvalidAttrNumber)
+			continue;
+		columns[*n].attnum = attnum;
+		columns[*n].family = call.family;
+		(*n)++;
 	}
+}
+
+/*
+ * The columns of a table whose default, or the default of a partitioned
+ * table it is a partition of (a partition attached without its own
+ * defaults receives the rows routed through its root), calls one of
+ * flake's generators; palloc'd in the current memory context.  The
+ * defaults are read from the relations' descriptors: no code of anyone's
+ * runs.
+ */
+static int
+received_columns(Relation rel, ReceivedColumn **columns)
+{
+	int			n = 0;
+	List	   *ancestors = rel->rd_rel->relispartition ?
+		get_partition_ancestors(RelationGetRelid(rel)) : NIL;
+	ListCell   *lc;
+
+	/* at most one column of ids per attribute */
+	*columns = palloc(sizeof(ReceivedColumn) * Max(RelationGetNumberOfAttributes(rel), 1));
+	add_default_columns(rel, rel, *columns, &n);
+	foreach(lc, ancestors)
+	{
+		Relation	ancestor = relation_open(lfirst_oid(lc), AccessShareLock);
+
+		add_default_columns(rel, ancestor, *columns, &n);
+		relation_close(ancestor, AccessShareLock);
+	}
+	list_free(ancestors);
 	return n;
 }
 
@@ -218,9 +259,12 @@ forget_table(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	ReceivedTable *table;
 
+	/*
+	 * All of them, whatever the relation: a partition's columns of ids
+	 * follow the defaults of its ancestors too.
+	 */
 	hash_seq_init(&status, received_tables);
 	while ((table = hash_seq_search(&status)) != NULL)
-		if (!OidIsValid(relid) || table->relid == relid)
 		{
 			pfree(table->columns);
 			(void) hash_search(received_tables, &table->relid, HASH_REMOVE, NULL);
@@ -278,7 +322,7 @@ static const char *const family_generator[FLAKE_HWM_FAMILIES] = {
  */
 static bool
 decode_received(Relation rel, const ReceivedColumn *col, Datum value,
-				int64 *mark, uint64 *raw)
+				int64 max_ahead_ms, int64 *mark, uint64 *raw)
 {
 	int64		id = DatumGetInt64(value);
 	int64		unix_ms;
@@ -305,7 +349,7 @@ decode_received(Relation rel, const ReceivedColumn *col, Datum value,
 		default:
 			return false;
 	}
-	if (unix_ms - flake_clock_unix_ms() > FLAKE_RECEIVE_MAX_AHEAD_MS)
+	if (unix_ms - flake_clock_unix_ms() > max_ahead_ms)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the %s id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made at %s, later than this server's clock allows",
@@ -313,9 +357,9 @@ decode_received(Relation rel, const ReceivedColumn *col, Datum value,
 						NameStr(TupleDescAttr(RelationGetDescr(rel), col->attnum - 1)->attname),
 						RelationGetRelationName(rel),
 						timestamptz_to_str(flake_unix_ms_to_timestamptz(unix_ms))),
-				 errdetail("flake raises this server's high-water marks above the ids it receives, so that it never issues them again, but not more than %d minutes ahead of its clock. Either the id was made with other settings (flake.epoch, flake.node_bits, flake.sequence_bits) or another flake.randflake_secret than this server's, or by a server whose clock is that far ahead.",
-						   FLAKE_RECEIVE_MAX_AHEAD_MS / 60000),
-				 errhint("Give both servers the same settings, secret and synchronized clocks. If the column's values are not ids of this family, disable the trigger %s on the table.",
+				 errdetail("flake raises this server's high-water marks above the ids it receives, so that it never issues them again, but not more than " INT64_FORMAT " ms ahead of its clock (%d minutes for a subscription's workers and superusers, flake.max_borrow for other roles). Either the id was made with other settings (flake.epoch, flake.node_bits, flake.sequence_bits) or another flake.randflake_secret than this server's, or by a server whose clock is that far ahead.",
+						   max_ahead_ms, FLAKE_RECEIVE_MAX_AHEAD_MS / 60000),
+				 errhint("Give both servers the same settings, secret and synchronized clocks; a superuser may load ids that far ahead. If the column's values are not ids of this family, disable the trigger %s on the table, or drop the column's default.",
 						 RAISE_MARKS_TRIGGER)));
 	return true;
 }
@@ -383,7 +427,8 @@ flake_raise_marks(PG_FUNCTION_ARGS)
 		int64		mark;
 		uint64		raw;
 
-		if (!isnull && decode_received(trigdata->tg_relation, col, value, &mark, &raw))
+		if (!isnull && decode_received(trigdata->tg_relation, col, value,
+									   FLAKE_RECEIVE_MAX_AHEAD_MS, &mark, &raw))
 			raise_to(col->family, mark, raw);
 	}
 	return PointerGetDatum(tuple);
@@ -408,94 +453,6 @@ raise_marks_function(void)
 		getExtensionOfObject(ProcedureRelationId, funcid) != extension)
 		return InvalidOid;
 	return funcid;
-}
-
-/* Whether a table has a trigger of the function. */
-static bool
-has_trigger(Relation rel, Oid funcid)
-{
-	TriggerDesc *triggers = rel->trigdesc;
-
-	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
-		if (triggers->triggers[i].tgfoid == funcid)
-			return true;
-	return false;
-}
-
-/*
- * Give a subscribed table the trigger, enabled for replica sessions (the
- * subscription's workers), where it has a column of ids and has none yet.
- * As the role that changed the subscription, which must own the table (a
- * superuser does): with too few rights, a warning says what is missing.
- */
-static void
-add_trigger(Oid relid, Oid funcid)
-{
-	Relation	rel = try_relation_open(relid, AccessShareLock);
-	ReceivedColumn *columns;
-	char	   *name;
-
-	if (rel == NULL)
-		return;
-	if (rel->rd_rel->relkind != RELKIND_RELATION ||
-		received_columns(rel, &columns) == 0 || has_trigger(rel, funcid))
-	{
-		relation_close(rel, AccessShareLock);
-		return;
-	}
-	name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-									  RelationGetRelationName(rel));
-	relation_close(rel, AccessShareLock);
-	if (!flake_table_ownercheck(relid, GetUserId()))
-	{
-		ereport(WARNING,
-				(errmsg("ids that replication brings into table %s will not raise flake's high-water marks", name),
-				 errdetail("Only the table's owner can give it the trigger " RAISE_MARKS_TRIGGER "."),
-				 errhint("Have the owner or a superuser run ALTER SUBSCRIPTION ... REFRESH PUBLICATION.")));
-		return;
-	}
-	if (SPI_execute(psprintf("CREATE TRIGGER " RAISE_MARKS_TRIGGER " BEFORE INSERT OR UPDATE ON %s"
-							 " FOR EACH ROW EXECUTE FUNCTION flake_internal." RAISE_MARKS_FUNCTION "()",
-							 name), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("ALTER TABLE %s ENABLE REPLICA TRIGGER " RAISE_MARKS_TRIGGER, name),
-					false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not add trigger " RAISE_MARKS_TRIGGER " to table %s", name);
-}
-
-/*
- * After CREATE or ALTER SUBSCRIPTION (flake's ProcessUtility hook): give
- * every table this database's subscriptions replicate into, that has a
- * column of ids, the trigger, before their workers start (they start when
- * the transaction commits).  Nothing where flake is not preloaded or not
- * installed in this database.
- */
-void
-flake_receive_subscribed_tables(void)
-{
-	Oid			funcid;
-	Relation	catalog;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	List	   *relids = NIL;
-	ListCell   *lc;
-
-	if (flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
-		!OidIsValid(funcid = raise_marks_function()))
-		return;
-	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
-	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-		relids = list_append_unique_oid(relids,
-										((Form_pg_subscription_rel) GETSTRUCT(tuple))->srrelid);
-	systable_endscan(scan);
-	table_close(catalog, AccessShareLock);
-	if (relids == NIL)
-		return;
-
-	SPI_connect();
-	foreach(lc, relids)
-		add_trigger(lfirst_oid(lc), funcid);
-	SPI_finish();
 }
 
 /*
@@ -592,12 +549,14 @@ held_claims(HeldClaims *held, FlakeRekeyClaim **claims)
 }
 
 /*
- * Read every id in the columns of ids of a table into the newest mark of
- * each family and the rekey claims the ids hold; the number of ids read.
+ * Read every id in the columns of ids of a table (straight from the heap:
+ * no code of anyone's runs) into the newest mark of each family and the
+ * rekey claims the ids hold, or, where newest is NULL, raise the marks and
+ * nodes above each at once, as the trigger does; the number of ids read.
  */
 static int64
 scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
-		   FlakeMarks *newest, HeldClaims *held)
+		   int64 max_ahead_ms, FlakeMarks *newest, HeldClaims *held)
 {
 	TableScanDesc scan = flake_table_beginscan(rel, GetActiveSnapshot());
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
@@ -612,10 +571,16 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 			int64		mark;
 			uint64		raw;
 
-			if (!isnull && decode_received(rel, &columns[i], value, &mark, &raw))
+			if (!isnull && decode_received(rel, &columns[i], value, max_ahead_ms,
+										   &mark, &raw))
 			{
-				newest->mark[columns[i].family] = Max(newest->mark[columns[i].family], mark);
-				hold_claim(held, columns[i].family, DatumGetInt64(value));
+				if (newest == NULL)
+					raise_to(columns[i].family, mark, raw);
+				else
+				{
+					newest->mark[columns[i].family] = Max(newest->mark[columns[i].family], mark);
+					hold_claim(held, columns[i].family, DatumGetInt64(value));
+				}
 				ids++;
 			}
 		}
@@ -624,6 +589,250 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 	ExecDropSingleTupleTableSlot(slot);
 	table_endscan(scan);
 	return ids;
+}
+
+/*
+ * The trigger of the function a table has, NULL if none: its name and how
+ * it is enabled (TRIGGER_FIRES_*).
+ */
+static Trigger *
+find_trigger(Relation rel, Oid funcid)
+{
+	TriggerDesc *triggers = rel->trigdesc;
+
+	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
+		if (triggers->triggers[i].tgfoid == funcid)
+			return &triggers->triggers[i];
+	return NULL;
+}
+
+/*
+ * Raise this server's marks and nodes above every id a table already holds
+ * (its partitions' for a partitioned table): where it came to hold ids
+ * flake has not read, or a column became one of ids.  Ids of this server
+ * are below its marks already, so reading them changes nothing.  Ids more
+ * than flake.max_borrow ahead of the clock are refused to roles other than
+ * superusers: a role could otherwise hold every generator back.
+ */
+static void
+read_table(Oid relid)
+{
+	int64		max_ahead_ms = superuser() ? FLAKE_RECEIVE_MAX_AHEAD_MS : snowflake_max_borrow_ms;
+	List	   *relids;
+	ListCell   *lc;
+
+	if (flake_shared == NULL || RecoveryInProgress())
+		return;
+	relids = find_all_inheritors(relid, AccessShareLock, NULL);
+	/* the rows the statement just wrote too, and every row committed */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
+	foreach(lc, relids)
+	{
+		Relation	rel = try_relation_open(lfirst_oid(lc), AccessShareLock);
+		ReceivedColumn *columns;
+		int			ncolumns;
+
+		if (rel == NULL)
+			continue;
+		if (rel->rd_rel->relkind == RELKIND_RELATION &&
+			(ncolumns = received_columns(rel, &columns)) > 0)
+			(void) scan_table(rel, columns, ncolumns, max_ahead_ms, NULL, NULL);
+		relation_close(rel, AccessShareLock);
+	}
+	PopActiveSnapshot();
+	list_free(relids);
+}
+
+/*
+ * Give a subscribed table the trigger, enabled for replica sessions (the
+ * subscription's workers), where it has a column of ids and has none yet,
+ * and read the ids it holds already (rows that arrived before flake was
+ * installed or updated, or before a column's default made it one of ids).
+ * A trigger that ENABLE TRIGGER [ALL] (a restore with --disable-triggers)
+ * made fire only outside replica sessions, where it does nothing, is put
+ * back, and the table read.  As the role that changed the subscription or
+ * the table, which must own the table (a superuser does): with too few
+ * rights, a warning says what is missing.  Whether the table was read.
+ */
+static bool
+add_trigger(Oid relid, Oid funcid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	ReceivedColumn *columns;
+	Trigger    *trigger;
+	char	   *name;
+	char	   *sql;
+
+	if (rel == NULL)
+		return false;
+	if ((rel->rd_rel->relkind != RELKIND_RELATION &&
+		 rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE) ||
+		received_columns(rel, &columns) == 0 ||
+		((trigger = find_trigger(rel, funcid)) != NULL &&
+		 (trigger->tgenabled == TRIGGER_FIRES_ON_REPLICA ||
+		  trigger->tgenabled == TRIGGER_DISABLED)))
+	{
+		relation_close(rel, AccessShareLock);
+		return false;
+	}
+	name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+	sql = psprintf("ALTER TABLE %s ENABLE REPLICA TRIGGER %s", name,
+				   quote_identifier(trigger != NULL ? trigger->tgname : RAISE_MARKS_TRIGGER));
+	relation_close(rel, AccessShareLock);
+	if (!flake_table_ownercheck(relid, GetUserId()))
+	{
+		ereport(WARNING,
+				(errmsg("ids that replication brings into table %s will not raise flake's high-water marks", name),
+				 errdetail("Only the table's owner can give it the trigger " RAISE_MARKS_TRIGGER ", enabled for replica sessions."),
+				 errhint("Have the owner or a superuser run ALTER SUBSCRIPTION ... REFRESH PUBLICATION.")));
+		return false;
+	}
+	if ((trigger == NULL &&
+		 SPI_execute(psprintf("CREATE TRIGGER " RAISE_MARKS_TRIGGER " BEFORE INSERT OR UPDATE ON %s"
+							  " FOR EACH ROW EXECUTE FUNCTION flake_internal." RAISE_MARKS_FUNCTION "()",
+							  name), false, 0) != SPI_OK_UTILITY) ||
+		SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not add trigger " RAISE_MARKS_TRIGGER " to table %s", name);
+	read_table(relid);
+	return true;
+}
+
+/* The relation a subscription of this database replicates into: relid or one above it. */
+static Oid
+subscribed_relation(Oid relid)
+{
+	List	   *candidates = list_make1_oid(relid);
+	Oid			found = InvalidOid;
+	Relation	catalog;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	if (get_rel_relispartition(relid))
+		candidates = list_concat(candidates, get_partition_ancestors(relid));
+	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
+	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Oid			srrelid = ((Form_pg_subscription_rel) GETSTRUCT(tuple))->srrelid;
+
+		if (list_member_oid(candidates, srrelid))
+			found = srrelid;
+	}
+	systable_endscan(scan);
+	table_close(catalog, AccessShareLock);
+	list_free(candidates);
+	return found;
+}
+
+/*
+ * After ALTER TABLE (flake's ProcessUtility hook): where it made a column
+ * one of ids (SET DEFAULT, ADD COLUMN, a type), attached a partition, or
+ * enabled triggers (which makes flake_raise_marks fire outside replica
+ * sessions, where it does nothing), read the ids the table holds, and give
+ * a subscribed table the trigger as a subscription would.
+ */
+void
+flake_receive_altered_table(AlterTableStmt *stmt)
+{
+	Oid			relid;
+	Oid			target;
+	Oid			funcid;
+	bool		changed = false;
+	ListCell   *lc;
+
+	if (creating_extension || flake_shared == NULL ||
+		!OidIsValid(flake_extension_schema()) ||
+		!OidIsValid(funcid = raise_marks_function()))
+		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+		switch (cmd->subtype)
+		{
+			case AT_ColumnDefault:
+			case AT_AddColumn:
+			case AT_AlterColumnType:
+			case AT_AttachPartition:
+			case AT_EnableTrig:
+			case AT_EnableAlwaysTrig:
+			case AT_EnableTrigAll:
+			case AT_EnableTrigUser:
+				changed = true;
+				break;
+			default:
+				break;
+		}
+	}
+	if (!changed ||
+		!OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)))
+		return;
+	target = subscribed_relation(relid);
+	SPI_connect();
+	if (!OidIsValid(target) || !add_trigger(target, funcid))
+		read_table(relid);
+	/* a partition attached keeps its own trigger's state */
+	if (OidIsValid(target))
+		foreach(lc, find_all_inheritors(target, AccessShareLock, NULL))
+			if (lfirst_oid(lc) != target)
+				(void) add_trigger(lfirst_oid(lc), funcid);
+	SPI_finish();
+}
+
+/*
+ * After COPY ... FROM into a table (flake's ProcessUtility hook): a restore
+ * of a dump of some tables or schemas only (pg_dump -t, -n, --data-only)
+ * carries no flake_origin, so nothing refuses to generate in the database,
+ * and its ids came from another server: read them.
+ */
+void
+flake_receive_copied_table(CopyStmt *stmt)
+{
+	Oid			relid;
+
+	if (!stmt->is_from || stmt->relation == NULL || creating_extension ||
+		flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
+		!OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)))
+		return;
+	read_table(relid);
+}
+
+/*
+ * After CREATE or ALTER SUBSCRIPTION (flake's ProcessUtility hook): give
+ * every table this database's subscriptions replicate into, that has a
+ * column of ids, the trigger, before their workers start (they start when
+ * the transaction commits).  Nothing where flake is not preloaded or not
+ * installed in this database.
+ */
+void
+flake_receive_subscribed_tables(void)
+{
+	Oid			funcid;
+	Relation	catalog;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *relids = NIL;
+	ListCell   *lc;
+
+	if (flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
+		!OidIsValid(funcid = raise_marks_function()))
+		return;
+	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
+	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		relids = list_append_unique_oid(relids,
+										((Form_pg_subscription_rel) GETSTRUCT(tuple))->srrelid);
+	systable_endscan(scan);
+	table_close(catalog, AccessShareLock);
+	if (relids == NIL)
+		return;
+
+	SPI_connect();
+	foreach(lc, relids)
+		(void) add_trigger(lfirst_oid(lc), funcid);
+	SPI_finish();
 }
 
 /*
@@ -670,7 +879,8 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 		rel = table_open(form->oid, AccessShareLock);
 		ncolumns = received_columns(rel, &columns);
 		if (ncolumns > 0)
-			ids += scan_table(rel, columns, ncolumns, &other.marks, &held);
+			ids += scan_table(rel, columns, ncolumns, FLAKE_RECEIVE_MAX_AHEAD_MS,
+							  &other.marks, &held);
 		pfree(columns);
 		table_close(rel, AccessShareLock);
 	}
