@@ -114,6 +114,7 @@ _PG_init(void)
 	snowflake_check_settings();
 
 	flake_log_filter_init();
+	flake_receive_init();
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = flake_process_utility;
 

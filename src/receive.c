@@ -73,6 +73,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parsetree.h"
 #include "replication/logicalworker.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -125,6 +127,8 @@ typedef struct ReceivedTable
 } ReceivedTable;
 
 static HTAB *received_tables = NULL;
+
+static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
 PG_FUNCTION_INFO_V1(flake_raise_marks);
 PG_FUNCTION_INFO_V1(flake_take_over_ids);
@@ -235,9 +239,11 @@ static int
 received_columns(Relation rel, ReceivedColumn **columns)
 {
 	int			n = 0;
-	List	   *ancestors = rel->rd_rel->relispartition ?
-		get_partition_ancestors(RelationGetRelid(rel)) : NIL;
+	List	   *ancestors = NIL;
 	ListCell   *lc;
+
+	if (rel->rd_rel->relispartition)
+		ancestors = get_partition_ancestors(RelationGetRelid(rel));
 
 	/* at most one column of ids per attribute */
 	*columns = palloc(sizeof(ReceivedColumn) * Max(RelationGetNumberOfAttributes(rel), 1));
@@ -260,15 +266,15 @@ forget_table(Datum arg, Oid relid)
 	ReceivedTable *table;
 
 	/*
-	 * All of them, whatever the relation: a partition's columns of ids
-	 * follow the defaults of its ancestors too.
+	 * All of them, whatever the relation: a partition's columns of ids follow
+	 * the defaults of its ancestors too.
 	 */
 	hash_seq_init(&status, received_tables);
 	while ((table = hash_seq_search(&status)) != NULL)
-		{
-			pfree(table->columns);
-			(void) hash_search(received_tables, &table->relid, HASH_REMOVE, NULL);
-		}
+	{
+		pfree(table->columns);
+		(void) hash_search(received_tables, &table->relid, HASH_REMOVE, NULL);
+	}
 }
 
 /* The columns of a table that hold ids, from the cache when they are there. */
@@ -453,6 +459,110 @@ raise_marks_function(void)
 		getExtensionOfObject(ProcedureRelationId, funcid) != extension)
 		return InvalidOid;
 	return funcid;
+}
+
+/*
+ * The constant an expression of a column is, under the coercions to a
+ * domain or relabels that parse analysis adds; NULL if it is none.
+ */
+static Const *
+constant_of(Node *node)
+{
+	while (node != NULL && (IsA(node, CoerceToDomain) || IsA(node, RelabelType)))
+		node = IsA(node, CoerceToDomain) ?
+			(Node *) ((CoerceToDomain *) node)->arg : (Node *) ((RelabelType *) node)->arg;
+	return node != NULL && IsA(node, Const) ? (Const *) node : NULL;
+}
+
+/* Raise the marks above an id an INSERT names, where it is a constant. */
+static void
+read_constant(Relation rel, const ReceivedColumn *col, Node *expr, int64 max_ahead_ms)
+{
+	Const	   *value = constant_of(expr);
+	int64		mark;
+	uint64		raw;
+
+	if (value != NULL && !value->constisnull &&
+		decode_received(rel, col, value->constvalue, max_ahead_ms, &mark, &raw))
+		raise_to(col->family, mark, raw);
+}
+
+/*
+ * After parse analysis of an INSERT (flake's post_parse_analyze hook):
+ * raise the marks above the ids it names as constants, in VALUES of one
+ * row or of many (a dump made with --inserts, ids copied from elsewhere).
+ * Raising them before the rows are in is harmless: ids of this server are
+ * below its marks already.  Parameters and expressions are not read.
+ */
+static void
+read_inserted_constants(Query *query)
+{
+	RangeTblEntry *target;
+	int			values_index = 0;
+	RangeTblEntry *values = NULL;
+	Relation	rel;
+	ReceivedTable *table;
+	int64		max_ahead_ms;
+	ListCell   *lc;
+
+	if (query->commandType != CMD_INSERT || query->resultRelation == 0 ||
+		creating_extension || flake_shared == NULL || RecoveryInProgress())
+		return;
+	target = rt_fetch(query->resultRelation, query->rtable);
+	if (target->relkind != RELKIND_RELATION && target->relkind != RELKIND_PARTITIONED_TABLE)
+		return;
+	foreach(lc, query->rtable)
+	{
+		if (((RangeTblEntry *) lfirst(lc))->rtekind != RTE_VALUES)
+			continue;
+		values = lfirst(lc);
+		values_index = foreach_current_index(lc) + 1;
+	}
+
+	/* locked by parse analysis */
+	rel = relation_open(target->relid, NoLock);
+	table = received_table(rel);
+	max_ahead_ms = superuser() ? FLAKE_RECEIVE_MAX_AHEAD_MS : snowflake_max_borrow_ms;
+	for (int i = 0; i < table->ncolumns; i++)
+	{
+		const ReceivedColumn *col = &table->columns[i];
+
+		foreach(lc, query->targetList)
+		{
+			TargetEntry *entry = lfirst_node(TargetEntry, lc);
+			ListCell   *row;
+
+			if (entry->resno != col->attnum)
+				continue;
+			if (values != NULL && IsA(entry->expr, Var) &&
+				((Var *) entry->expr)->varno == values_index)
+			{
+				foreach(row, values->values_lists)
+					read_constant(rel, col,
+								  list_nth(lfirst(row), ((Var *) entry->expr)->varattno - 1),
+								  max_ahead_ms);
+			}
+			else
+				read_constant(rel, col, (Node *) entry->expr, max_ahead_ms);
+		}
+	}
+	relation_close(rel, NoLock);
+}
+
+static void
+receive_post_parse_analyze(ParseState *pstate, Query *query, FLAKE_JUMBLE_STATE * jstate)
+{
+	if (prev_post_parse_analyze_hook)
+		prev_post_parse_analyze_hook(pstate, query, jstate);
+	read_inserted_constants(query);
+}
+
+/* From _PG_init: read the ids INSERTs name (read_inserted_constants). */
+void
+flake_receive_init(void)
+{
+	prev_post_parse_analyze_hook = post_parse_analyze_hook;
+	post_parse_analyze_hook = receive_post_parse_analyze;
 }
 
 /*
@@ -775,9 +885,15 @@ flake_receive_altered_table(AlterTableStmt *stmt)
 		read_table(relid);
 	/* a partition attached keeps its own trigger's state */
 	if (OidIsValid(target))
-		foreach(lc, find_all_inheritors(target, AccessShareLock, NULL))
+	{
+		List	   *partitions = find_all_inheritors(target, AccessShareLock, NULL);
+
+		foreach(lc, partitions)
+		{
 			if (lfirst_oid(lc) != target)
 				(void) add_trigger(lfirst_oid(lc), funcid);
+		}
+	}
 	SPI_finish();
 }
 

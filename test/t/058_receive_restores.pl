@@ -1,7 +1,8 @@
 # A dump of some schemas or tables of a running server (pg_dump -n public,
 # pg_dump -t) carries no flake_origin, so nothing refuses to generate where
-# it is restored: the ids its COPY brings count before that server
-# generates there (issue 43).  Both servers' clocks stopped at the same
+# it is restored: the ids its COPY brings, or its INSERTs name (--inserts,
+# one row or many per INSERT), count before that server generates there
+# (issue 43).  Both servers' clocks stopped at the same
 # second per case.
 use strict;
 use warnings;
@@ -16,7 +17,8 @@ my ($blue, $blue_clock) = move_server('blue');
 my ($staging, $staging_clock) = move_server('staging');
 
 my $case = 0;
-foreach my $dump_options ([ '-n', 'public' ], [ '-t', 'tf', '-t', 'tr' ])
+foreach my $dump_options ([ '-n', 'public' ], [ '-t', 'tf', '-t', 'tr' ],
+	[ '-t', 'tf', '-t', 'tr', '--inserts' ], [ '-t', 'tf', '-t', 'tr', '--rows-per-insert=100' ])
 {
 	my $what = "pg_dump @$dump_options";
 	my $db = "copy$case";
