@@ -370,11 +370,13 @@ decode_received(Relation rel, const ReceivedColumn *col, Datum value,
 	return true;
 }
 
-/* Raise this server's mark and node above an id: see flake_hwm_cover. */
+/*
+ * Raise the node of an id (its family's last value, for ulidflake) above
+ * it.  The caller makes the mark cover it.
+ */
 static void
-raise_to(FlakeHwm family, int64 mark, uint64 raw)
+raise_node(FlakeHwm family, uint64 raw)
 {
-	flake_hwm_cover(&flake_shared->marks.value, flake_shared->lock, family, mark);
 	switch (family)
 	{
 		case FLAKE_HWM_SNOWFLAKE:
@@ -389,6 +391,14 @@ raise_to(FlakeHwm family, int64 mark, uint64 raw)
 		default:
 			break;
 	}
+}
+
+/* Raise this server's mark and node above an id: see flake_hwm_cover. */
+static void
+raise_to(FlakeHwm family, int64 mark, uint64 raw)
+{
+	flake_hwm_cover(&flake_shared->marks.value, flake_shared->lock, family, mark);
+	raise_node(family, raw);
 }
 
 /*
@@ -660,9 +670,9 @@ held_claims(HeldClaims *held, FlakeRekeyClaim **claims)
 
 /*
  * Read every id in the columns of ids of a table (straight from the heap:
- * no code of anyone's runs) into the newest mark of each family and the
- * rekey claims the ids hold, or, where newest is NULL, raise the marks and
- * nodes above each at once, as the trigger does; the number of ids read.
+ * no code of anyone's runs) into the newest mark of each family, and the
+ * rekey claims the ids hold, or where held is NULL raise each id's node
+ * above it (the caller covers newest); the number of ids read.
  */
 static int64
 scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
@@ -684,13 +694,11 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 			if (!isnull && decode_received(rel, &columns[i], value, max_ahead_ms,
 										   &mark, &raw))
 			{
-				if (newest == NULL)
-					raise_to(columns[i].family, mark, raw);
-				else
-				{
-					newest->mark[columns[i].family] = Max(newest->mark[columns[i].family], mark);
+				newest->mark[columns[i].family] = Max(newest->mark[columns[i].family], mark);
+				if (held != NULL)
 					hold_claim(held, columns[i].family, DatumGetInt64(value));
-				}
+				else
+					raise_node(columns[i].family, raw);
 				ids++;
 			}
 		}
@@ -728,11 +736,13 @@ static void
 read_table(Oid relid)
 {
 	int64		max_ahead_ms = superuser() ? FLAKE_RECEIVE_MAX_AHEAD_MS : snowflake_max_borrow_ms;
+	FlakeMarks	newest;
 	List	   *relids;
 	ListCell   *lc;
 
 	if (flake_shared == NULL || RecoveryInProgress())
 		return;
+	memset(&newest, 0, sizeof(newest));
 	relids = find_all_inheritors(relid, AccessShareLock, NULL);
 	/* the rows the statement just wrote too, and every row committed */
 	CommandCounterIncrement();
@@ -747,10 +757,11 @@ read_table(Oid relid)
 			continue;
 		if (rel->rd_rel->relkind == RELKIND_RELATION &&
 			(ncolumns = received_columns(rel, &columns)) > 0)
-			(void) scan_table(rel, columns, ncolumns, max_ahead_ms, NULL, NULL);
+			(void) scan_table(rel, columns, ncolumns, max_ahead_ms, &newest, NULL);
 		relation_close(rel, AccessShareLock);
 	}
 	PopActiveSnapshot();
+	flake_hwm_cover_all(&flake_shared->marks.value, flake_shared->lock, &newest);
 	list_free(relids);
 }
 
