@@ -70,7 +70,9 @@ is_flake_extension_stmt(Node *stmt)
  * follows the session's prepared statements around each statement, and
  * the tables a subscription replicates into get the trigger that raises
  * the marks above the ids arriving (receive.c), also those subscribed
- * before flake was installed or updated.
+ * before flake was installed or updated; a table that comes to hold ids
+ * flake has not read (ALTER TABLE, COPY FROM) is read; CREATE SUBSCRIPTION
+ * tells where the publisher runs an older flake (publisher.c).
  */
 static void
 flake_process_utility(PlannedStmt *pstmt, const char *queryString,

@@ -15,8 +15,11 @@
  * Which columns hold ids: those whose default calls one of flake's
  * generators (flake_next(), ulidflake_next(), randflake_next(), with or
  * without argument; flake.serial_default writes such defaults), of the
- * generator's type.  Randflake ids decrypt with this server's secret, which
- * must then be the sender's.
+ * generator's type or a domain over it; in a partition, also those the
+ * defaults of the partitioned tables above it make so (a partition
+ * attached without defaults of its own receives rows through its root).
+ * Randflake ids decrypt with this server's secret, which must then be the
+ * sender's.
  *
  * Replication: after CREATE or ALTER SUBSCRIPTION, flake's ProcessUtility
  * hook gives each subscribed table that has such a column the trigger
@@ -28,6 +31,21 @@
  * decryption for randflake), reads the mark atomically and raises the
  * node's last value with a compare-and-swap; once per chunk of the mark
  * (hwm.c), the file and WAL.
+ *
+ * In any order of steps: a table may come to hold ids flake has not read
+ * (rows replicated before the extension, its update or a column's
+ * default; a partition attached; rows replicated while ENABLE TRIGGER ALL
+ * of a --disable-triggers restore had left the trigger firing outside
+ * replica sessions; a restore of a dump without flake_origin).  So flake
+ * reads the table (a heap scan, no code of anyone's) and raises each id's
+ * node, then the marks once, to the newest: when it adds or repairs the
+ * trigger (CREATE and ALTER SUBSCRIPTION, CREATE and ALTER EXTENSION),
+ * after ALTER TABLE that makes a column one of ids, attaches a partition
+ * or enables triggers, and after COPY FROM; an INSERT's constant ids are
+ * read at parse analysis.  Ids of this server are below its marks, so
+ * reading them changes nothing; none of this is on the generators' path.
+ * A role that is not a superuser may raise the marks up to
+ * flake.max_borrow ahead of the clock only.
  *
  * Restore: flake_take_over_ids() reads every such column of the database
  * (a full scan) and takes over the servers its flake_origin names at the
