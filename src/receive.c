@@ -342,11 +342,12 @@ static const char *const family_generator[FLAKE_HWM_FAMILIES] = {
  * Decode an id of a family: its mark value (the family's unit: ms, or s for
  * randflake) and what raising its node takes (raw); false for a value that
  * is not one of the family's ids (negative).  An id too far ahead of this
- * server's clock is refused.
+ * server's clock is refused, or where skipped is given, counted there and
+ * not taken.
  */
 static bool
 decode_received(Relation rel, const ReceivedColumn *col, Datum value,
-				int64 max_ahead_ms, int64 *mark, uint64 *raw)
+				int64 max_ahead_ms, int64 *skipped, int64 *mark, uint64 *raw)
 {
 	int64		id = DatumGetInt64(value);
 	int64		unix_ms;
@@ -372,6 +373,11 @@ decode_received(Relation rel, const ReceivedColumn *col, Datum value,
 			break;
 		default:
 			return false;
+	}
+	if (unix_ms - flake_clock_unix_ms() > max_ahead_ms && skipped != NULL)
+	{
+		(*skipped)++;
+		return false;
 	}
 	if (unix_ms - flake_clock_unix_ms() > max_ahead_ms)
 		ereport(ERROR,
@@ -462,7 +468,7 @@ flake_raise_marks(PG_FUNCTION_ARGS)
 		uint64		raw;
 
 		if (!isnull && decode_received(trigdata->tg_relation, col, value,
-									   FLAKE_RECEIVE_MAX_AHEAD_MS, &mark, &raw))
+									   FLAKE_RECEIVE_MAX_AHEAD_MS, NULL, &mark, &raw))
 			raise_to(col->family, mark, raw);
 	}
 	return PointerGetDatum(tuple);
@@ -490,6 +496,27 @@ raise_marks_function(void)
 }
 
 /*
+ * Say that values of a table's columns of ids were not read, being later
+ * than this server's clock allows (see decode_received): not an error,
+ * since a column made one of ids may hold values that are none (a serial
+ * key migrated to randflake_next() keeps its numbers), and a restore of
+ * such a table must go on.
+ */
+static void
+warn_skipped(Relation rel, int64 skipped, int64 max_ahead_ms)
+{
+	if (skipped == 0)
+		return;
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg(INT64_FORMAT " values in the columns of ids of table \"%s\" are later than this server's clock allows, and were not read",
+					skipped, RelationGetRelationName(rel)),
+			 errdetail("flake raises this server's high-water marks above the ids a table holds, but not more than " INT64_FORMAT " ms ahead of its clock (%d minutes for superusers, flake.max_borrow for other roles). Values made before the column's default called a generator are not ids; ids of another server that far ahead could be issued again once this server's clock gets there.",
+					   max_ahead_ms, FLAKE_RECEIVE_MAX_AHEAD_MS / 60000),
+			 errhint("If they are ids of another server, synchronize the clocks and run SELECT * FROM flake_take_over_ids() as a superuser.")));
+}
+
+/*
  * The constant an expression of a column is, under the coercions to a
  * domain or relabels that parse analysis adds; NULL if it is none.
  */
@@ -504,14 +531,15 @@ constant_of(Node *node)
 
 /* Raise the marks above an id an INSERT names, where it is a constant. */
 static void
-read_constant(Relation rel, const ReceivedColumn *col, Node *expr, int64 max_ahead_ms)
+read_constant(Relation rel, const ReceivedColumn *col, Node *expr, int64 max_ahead_ms,
+			  int64 *skipped)
 {
 	Const	   *value = constant_of(expr);
 	int64		mark;
 	uint64		raw;
 
 	if (value != NULL && !value->constisnull &&
-		decode_received(rel, col, value->constvalue, max_ahead_ms, &mark, &raw))
+		decode_received(rel, col, value->constvalue, max_ahead_ms, skipped, &mark, &raw))
 		raise_to(col->family, mark, raw);
 }
 
@@ -531,6 +559,7 @@ read_inserted_constants(Query *query)
 	Relation	rel;
 	ReceivedTable *table;
 	int64		max_ahead_ms;
+	int64		skipped = 0;
 	ListCell   *lc;
 
 	if (query->commandType != CMD_INSERT || query->resultRelation == 0 ||
@@ -568,12 +597,13 @@ read_inserted_constants(Query *query)
 				foreach(row, values->values_lists)
 					read_constant(rel, col,
 								  list_nth(lfirst(row), ((Var *) entry->expr)->varattno - 1),
-								  max_ahead_ms);
+								  max_ahead_ms, &skipped);
 			}
 			else
-				read_constant(rel, col, (Node *) entry->expr, max_ahead_ms);
+				read_constant(rel, col, (Node *) entry->expr, max_ahead_ms, &skipped);
 		}
 	}
+	warn_skipped(rel, skipped, max_ahead_ms);
 	relation_close(rel, NoLock);
 }
 
@@ -690,11 +720,12 @@ held_claims(HeldClaims *held, FlakeRekeyClaim **claims)
  * Read every id in the columns of ids of a table (straight from the heap:
  * no code of anyone's runs) into the newest mark of each family, and the
  * rekey claims the ids hold, or where held is NULL raise each id's node
- * above it (the caller covers newest); the number of ids read.
+ * above it (the caller covers newest); the number of ids read.  Values too
+ * far ahead are refused, or where skipped is given counted there.
  */
 static int64
 scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
-		   int64 max_ahead_ms, FlakeMarks *newest, HeldClaims *held)
+		   int64 max_ahead_ms, int64 *skipped, FlakeMarks *newest, HeldClaims *held)
 {
 	TableScanDesc scan = flake_table_beginscan(rel, GetActiveSnapshot());
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
@@ -710,7 +741,7 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 			uint64		raw;
 
 			if (!isnull && decode_received(rel, &columns[i], value, max_ahead_ms,
-										   &mark, &raw))
+										   skipped, &mark, &raw))
 			{
 				newest->mark[columns[i].family] = Max(newest->mark[columns[i].family], mark);
 				if (held != NULL)
@@ -746,9 +777,10 @@ find_trigger(Relation rel, Oid funcid)
  * Raise this server's marks and nodes above every id a table already holds
  * (its partitions' for a partitioned table): where it came to hold ids
  * flake has not read, or a column became one of ids.  Ids of this server
- * are below its marks already, so reading them changes nothing.  Ids more
- * than flake.max_borrow ahead of the clock are refused to roles other than
- * superusers: a role could otherwise hold every generator back.
+ * are below its marks already, so reading them changes nothing.  Values
+ * too far ahead (more than flake.max_borrow for roles other than
+ * superusers: a role could otherwise hold every generator back) are not
+ * read, with a warning.
  */
 static void
 read_table(Oid relid)
@@ -775,7 +807,12 @@ read_table(Oid relid)
 			continue;
 		if (rel->rd_rel->relkind == RELKIND_RELATION &&
 			(ncolumns = received_columns(rel, &columns)) > 0)
-			(void) scan_table(rel, columns, ncolumns, max_ahead_ms, &newest, NULL);
+		{
+			int64		skipped = 0;
+
+			(void) scan_table(rel, columns, ncolumns, max_ahead_ms, &skipped, &newest, NULL);
+			warn_skipped(rel, skipped, max_ahead_ms);
+		}
 		relation_close(rel, AccessShareLock);
 	}
 	PopActiveSnapshot();
@@ -1025,7 +1062,7 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 		ncolumns = received_columns(rel, &columns);
 		if (ncolumns > 0)
 			ids += scan_table(rel, columns, ncolumns, FLAKE_RECEIVE_MAX_AHEAD_MS,
-							  &other.marks, &held);
+							  NULL, &other.marks, &held);
 		pfree(columns);
 		table_close(rel, AccessShareLock);
 	}
