@@ -59,7 +59,7 @@ subscribe($green, 'extension', $blue, 'extension', 'p');
 cutover('extension', 'extension', 'extension created after subscribing', sub {
 	$green->safe_psql('extension', 'CREATE EXTENSION flake;' . join '',
 		map { "ALTER TABLE $_ ALTER COLUMN id SET DEFAULT $move_generator{$_};" } sort keys %move_generator);
-	is($green->safe_psql('extension', q{SELECT string_agg(tgrelid::regclass || ':' || tgenabled::text, ',' ORDER BY 1)
+	is($green->safe_psql('extension', q{SELECT string_agg(tgrelid::regclass || ':' || tgenabled::text, ',' ORDER BY tgrelid::regclass::text)
 		FROM pg_trigger WHERE tgname = 'flake_raise_marks'}), 'tf:R,tr:R',
 		'extension created after subscribing: the defaults give the subscribed tables the trigger');
 });
@@ -76,7 +76,7 @@ command_ok([ 'pg_dump', '--data-only', '--disable-triggers', '-t', 'tf', '-t', '
 	'-d', $blue->connstr('archive') ], 'pg_dump --data-only --disable-triggers');
 $green->command_ok([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', $dump, '-d', $green->connstr('backfill') ],
 	'the backfill into the subscribed tables');
-is($green->safe_psql('backfill', q{SELECT string_agg(tgrelid::regclass || ':' || tgenabled::text, ',' ORDER BY 1)
+is($green->safe_psql('backfill', q{SELECT string_agg(tgrelid::regclass || ':' || tgenabled::text, ',' ORDER BY tgrelid::regclass::text)
 	FROM pg_trigger WHERE tgname = 'flake_raise_marks'}), 'tf:R,tr:R',
 	'after ENABLE TRIGGER ALL the trigger fires in replica sessions again');
 cutover('backfill', 'backfill', 'rows replicated after a --disable-triggers backfill');

@@ -18,7 +18,7 @@ use FlakeMove;
 
 my ($blue, $blue_clock) = move_server('blue');
 my ($green, $green_clock) = move_server('green');
-my $tables = q{SELECT string_agg(tgrelid::regclass || ':' || tgenabled::text, ',' ORDER BY 1)
+my $tables = q{SELECT string_agg(tgrelid::regclass || ':' || tgenabled::text, ',' ORDER BY tgrelid::regclass::text)
 	FROM pg_trigger WHERE tgname = 'flake_raise_marks'};
 
 # 1. green subscribed at 1.3, then updated

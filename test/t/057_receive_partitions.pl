@@ -19,7 +19,7 @@ use FlakeMove;
 
 my ($blue, $blue_clock) = move_server('blue');
 my ($green, $green_clock) = move_server('green');
-my $triggers = q{SELECT string_agg(tgrelid::regclass || ':' || tgenabled::text, ',' ORDER BY 1)
+my $triggers = q{SELECT string_agg(tgrelid::regclass || ':' || tgenabled::text, ',' ORDER BY tgrelid::regclass::text)
 	FROM pg_trigger WHERE tgname = 'flake_raise_marks'};
 
 # tf and tr partitioned by hash of their id, in two partitions
