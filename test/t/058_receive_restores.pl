@@ -39,4 +39,44 @@ foreach my $dump_options ([ '-n', 'public' ], [ '-t', 'tf', '-t', 'tr' ],
 	  foreach sort keys %move_generator;
 }
 
+# An application's COPY into a table with a column of ids: no read of the
+# whole table each time.  A COPY that leaves out the column brings no id of
+# another server: nothing is read (an id an hour ahead, that a read would
+# warn of, stays unseen).  One that brings ids into a table whose column
+# has a btree index reads its newest ids at the index's end, past the one
+# ahead; randflake ids, encrypted, are read in a scan.
+stop_clocks(++$case, $blue_clock, $staging_clock);
+$blue->safe_psql('postgres', 'CREATE DATABASE app');
+$blue->safe_psql('app', 'CREATE EXTENSION flake;' . move_tables());
+is(write_rows($blue, 'app', $_, 'blue'), 0, "app: blue writes $_") foreach sort keys %move_generator;
+$staging->safe_psql('postgres', 'CREATE DATABASE app');
+$staging->safe_psql('app', 'CREATE EXTENSION flake;' . move_tables() . q{
+	INSERT INTO tf VALUES ((SELECT flake_from_timestamp(now() + interval '1 hour')), 'ahead')});
+
+my ($ret, $out, $err);
+my %rows = map { $_ => $blue->safe_psql('app', "SELECT string_agg(id || E'\\t' || side, E'\\n') FROM $_") }
+  sort keys %move_generator;
+($ret, $out, $err) = $staging->psql('app', "SET client_min_messages = debug1;\n"
+	  . "COPY tf (id, side) FROM stdin;\n$rows{tf}\n\\.\n");
+is($ret, 0, "a COPY of blue's flake_next() ids");
+like($err, qr/flake reads the newest ids of table "tf" through index "tf_pkey"/,
+	"blue's flake_next() ids read through the index");
+unlike($err, qr/in a scan/, 'and no scan');
+like($err, qr/1 values in the columns of ids of table "tf" are later/, 'the end read past the id ahead');
+($ret, $out, $err) = $staging->psql('app', "SET client_min_messages = debug1;\n"
+	  . "COPY tf (side) FROM stdin;\nlocal\nlocal\n\\.\n");
+is($ret, 0, 'a COPY that leaves out the column of ids');
+unlike($err, qr/flake reads|not read/, 'a COPY that leaves out the column of ids reads nothing');
+
+is(write_rows($staging, 'app', 'tf', 'staging'), 0, "none of blue's flake_next() ids issued again");
+is($staging->safe_psql('app', q{
+	SELECT (SELECT min(id) FROM tf WHERE side IN ('local', 'staging')) > (SELECT max(id) FROM tf WHERE side = 'blue')}),
+	't', "the ids issued after the COPY are above blue's");
+
+($ret, $out, $err) = $staging->psql('app', "SET client_min_messages = debug1;\n"
+	  . "COPY tr (id, side) FROM stdin;\n$rows{tr}\n\\.\n");
+is($ret, 0, "a COPY of blue's randflake_next() ids");
+like($err, qr/flake reads the ids of table "tr" in a scan/, "blue's randflake_next() ids read in a scan");
+is(write_rows($staging, 'app', 'tr', 'staging'), 0, "none of blue's randflake_next() ids issued again");
+
 done_testing();
