@@ -42,8 +42,14 @@
  * trigger (CREATE and ALTER SUBSCRIPTION, CREATE and ALTER EXTENSION),
  * after ALTER TABLE that makes a column one of ids, attaches a partition
  * or enables triggers, and after COPY FROM; an INSERT's constant ids are
- * read at parse analysis.  Ids of this server are below its marks, so
- * reading them changes nothing; none of this is on the generators' path.
+ * read at parse analysis.  An application's COPY may come every second
+ * into a large table: one that leaves out the columns of ids brings only
+ * this server's and is not read, and a column of snowflake or ulidflake
+ * ids, which grow with time, with a btree index of PostgreSQL's own
+ * integer operators is read at the index's end (its newest millisecond);
+ * only randflake columns and those without such an index are scanned.
+ * Ids of this server are below its marks, so reading them changes
+ * nothing; none of this is on the generators' path.
  * A role that is not a superuser may raise the marks up to
  * flake.max_borrow ahead of the clock only.
  *
@@ -809,7 +815,7 @@ read_index_end(Relation rel, const ReceivedColumn *col, Relation index,
 			   int64 max_ahead_ms, int64 *skipped, FlakeMarks *newest)
 {
 	ScanDirection direction = (index->rd_indoption[0] & INDOPTION_DESC) ?
-		ForwardScanDirection : BackwardScanDirection;
+	ForwardScanDirection : BackwardScanDirection;
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	IndexScanDesc scan = flake_index_beginscan(rel, index, GetActiveSnapshot(), 1);
 	ScanKeyData not_null;
