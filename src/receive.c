@@ -46,10 +46,11 @@
  * into a large table: one that leaves out the columns of ids brings only
  * this server's and is not read, and a column of snowflake or ulidflake
  * ids, which grow with time, with a btree index of PostgreSQL's own
- * integer operators is read at the index's end (its newest millisecond);
- * only randflake columns and those without such an index are scanned.
- * Ids of this server are below its marks, so reading them changes
- * nothing; none of this is on the generators' path.
+ * integer operators is read at the index's end (its newest id, to whose
+ * millisecond every node is raised); only randflake columns and those
+ * without such an index are scanned.  Ids of this server are below its
+ * marks, so reading them changes nothing; none of this is on the
+ * generators' path.
  * A role that is not a superuser may raise the marks up to
  * flake.max_borrow ahead of the clock only.
  *
@@ -804,11 +805,12 @@ newest_index(Relation rel, AttrNumber attnum)
 }
 
 /*
- * Read the newest ids of a column of snowflake or ulidflake ids, which
- * grow with time, at the end of its index: those of its newest millisecond
- * (each one's node raised; older ones are below the mark), under the
- * values too far ahead (counted in skipped).  Negative values, none of
- * them ids, come last.
+ * Raise the marks above the newest id of a column of snowflake or
+ * ulidflake ids, which grow with time, found at the end of its index under
+ * the values too far ahead (counted in skipped; negative values, none of
+ * them ids, come last).  The table's older ids on other nodes are not
+ * read: every node is raised to the newest id's millisecond, as a restart
+ * raises them to the mark (ulidflake has one last value).
  */
 static void
 read_index_end(Relation rel, const ReceivedColumn *col, Relation index,
@@ -819,8 +821,6 @@ read_index_end(Relation rel, const ReceivedColumn *col, Relation index,
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	IndexScanDesc scan = flake_index_beginscan(rel, index, GetActiveSnapshot(), 1);
 	ScanKeyData not_null;
-	bool		found = false;
-	int64		newest_mark = 0;
 
 	ScanKeyEntryInitialize(&not_null, SK_ISNULL | SK_SEARCHNOTNULL, 1, InvalidStrategy,
 						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
@@ -835,14 +835,21 @@ read_index_end(Relation rel, const ReceivedColumn *col, Relation index,
 		if (isnull || DatumGetInt64(value) < 0)
 			break;
 		if (!decode_received(rel, col, value, max_ahead_ms, skipped, &mark, &raw))
+		{
+			CHECK_FOR_INTERRUPTS();
 			continue;
-		if (found && mark != newest_mark)
-			break;
-		found = true;
-		newest_mark = mark;
+		}
 		newest->mark[col->family] = Max(newest->mark[col->family], mark);
-		raise_node(col->family, raw);
-		CHECK_FOR_INTERRUPTS();
+		if (col->family == FLAKE_HWM_SNOWFLAKE)
+		{
+			uint64		ms_part = raw & ~(((uint64) 1 << (snowflake_node_bits + snowflake_sequence_bits)) - 1);
+
+			for (uint64 node = 0; node < ((uint64) 1 << snowflake_node_bits); node++)
+				snowflake_raise_node((int64) (ms_part | (node << snowflake_sequence_bits)));
+		}
+		else
+			raise_node(col->family, raw);
+		break;
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);

@@ -47,7 +47,10 @@ foreach my $dump_options ([ '-n', 'public' ], [ '-t', 'tf', '-t', 'tr' ],
 # ahead; randflake ids, encrypted, are read in a scan.
 stop_clocks(++$case, $blue_clock, $staging_clock);
 $blue->safe_psql('postgres', 'CREATE DATABASE app');
-$blue->safe_psql('app', 'CREATE EXTENSION flake;' . move_tables());
+$blue->safe_psql('app', 'CREATE EXTENSION flake;' . move_tables()
+	  . q{INSERT INTO tf SELECT flake_next(7), 'blue7' FROM generate_series(1, 100)});
+# blue's newest ids a second later, on another node: node 7's are not at the index's end
+stop_clocks(++$case, $blue_clock);
 is(write_rows($blue, 'app', $_, 'blue'), 0, "app: blue writes $_") foreach sort keys %move_generator;
 $staging->safe_psql('postgres', 'CREATE DATABASE app');
 $staging->safe_psql('app', 'CREATE EXTENSION flake;' . move_tables() . q{
@@ -70,7 +73,12 @@ unlike($err, qr/flake reads|not read/, 'a COPY that leaves out the column of ids
 
 is(write_rows($staging, 'app', 'tf', 'staging'), 0, "none of blue's flake_next() ids issued again");
 is($staging->safe_psql('app', q{
-	SELECT (SELECT min(id) FROM tf WHERE side IN ('local', 'staging')) > (SELECT max(id) FROM tf WHERE side = 'blue')}),
+	WITH ins AS (INSERT INTO tf SELECT flake_next(7), 'staging7' FROM generate_series(1, 100)
+		ON CONFLICT DO NOTHING RETURNING 1)
+	SELECT count(*) FROM ins}), 100, "none of blue's ids on node 7, older than its newest, issued again");
+is($staging->safe_psql('app', q{
+	SELECT (SELECT min(id) FROM tf WHERE side IN ('local', 'staging', 'staging7'))
+	  > (SELECT max(id) FROM tf WHERE side IN ('blue', 'blue7'))}),
 	't', "the ids issued after the COPY are above blue's");
 
 ($ret, $out, $err) = $staging->psql('app', "SET client_min_messages = debug1;\n"
