@@ -773,13 +773,14 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 /*
  * An index whose end holds a column's newest ids: a btree, valid and
  * ready, led by the column itself (no expression, no predicate), with
- * PostgreSQL's own operator family for integers, so that no code of
- * anyone's runs in its scan; NULL if the table has none.  Opened with
- * AccessShareLock.
+ * PostgreSQL's own operator family for integers (bigint) or flake's for
+ * ulidflake (int8's comparison), so that no code of anyone's runs in its
+ * scan; NULL if the table has none.  Opened with AccessShareLock.
  */
 static Relation
 newest_index(Relation rel, AttrNumber attnum)
 {
+	Oid			flake = get_extension_oid("flake", true);
 	List	   *indexes = RelationGetIndexList(rel);
 	Relation	found = NULL;
 	ListCell   *lc;
@@ -792,8 +793,10 @@ newest_index(Relation rel, AttrNumber attnum)
 		if (found == NULL && index->rd_rel->relam == BTREE_AM_OID &&
 			form->indisvalid && form->indisready && form->indislive &&
 			form->indkey.values[0] == attnum &&
-			index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
-			index->rd_opcintype[0] == INT8OID &&
+			((index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
+			  index->rd_opcintype[0] == INT8OID) ||
+			 (OidIsValid(flake) &&
+			  getExtensionOfObject(OperatorFamilyRelationId, index->rd_opfamily[0]) == flake)) &&
 			heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
 			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
 			found = index;

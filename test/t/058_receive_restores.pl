@@ -87,4 +87,19 @@ is($ret, 0, "a COPY of blue's randflake_next() ids");
 like($err, qr/flake reads the ids of table "tr" in a scan/, "blue's randflake_next() ids read in a scan");
 is(write_rows($staging, 'app', 'tr', 'staging'), 0, "none of blue's randflake_next() ids issued again");
 
+# a ulidflake column's index, of flake's operator family
+$_->safe_psql('app', q{CREATE TABLE tu (id ulidflake PRIMARY KEY DEFAULT ulidflake_next(), side text NOT NULL)})
+  foreach $blue, $staging;
+$blue->safe_psql('app', q{INSERT INTO tu (side) SELECT 'blue' FROM generate_series(1, 1000)});
+my $tu = $blue->safe_psql('app', "SELECT string_agg(id || E'\\t' || side, E'\\n') FROM tu");
+($ret, $out, $err) = $staging->psql('app', "SET client_min_messages = debug1;\n"
+	  . "COPY tu (id, side) FROM stdin;\n$tu\n\\.\n");
+is($ret, 0, "a COPY of blue's ulidflake_next() ids");
+like($err, qr/flake reads the newest ids of table "tu" through index "tu_pkey"/,
+	"blue's ulidflake_next() ids read through the index");
+$staging->safe_psql('app', q{INSERT INTO tu (side) SELECT 'staging' FROM generate_series(1, 1000)});
+is($staging->safe_psql('app', q{
+	SELECT (SELECT min(id) FROM tu WHERE side = 'staging') > (SELECT max(id) FROM tu WHERE side = 'blue')}),
+	't', "the ulidflake_next() ids issued after the COPY are above blue's, a second ahead");
+
 done_testing();
