@@ -88,10 +88,13 @@
 #endif
 
 /*
- * An index scan: PostgreSQL 18 adds the caller's instrumentation (its
- * callers include access/genam.h).
+ * An index scan: PostgreSQL 18 adds the caller's instrumentation, 19 the
+ * scan's options (its callers include access/genam.h and access/tableam.h).
  */
-#if PG_VERSION_NUM >= 180000
+#if PG_VERSION_NUM >= 190000
+#define flake_index_beginscan(rel, index, snapshot, nkeys) \
+	index_beginscan(rel, index, snapshot, NULL, nkeys, 0, SO_NONE)
+#elif PG_VERSION_NUM >= 180000
 #define flake_index_beginscan(rel, index, snapshot, nkeys) \
 	index_beginscan(rel, index, snapshot, NULL, nkeys, 0)
 #else

@@ -70,7 +70,7 @@
 #define HORIZON_UNKNOWN	1
 
 /* The most entries flake.prepared is read with: one per possible backend. */
-#define PREPARED_FILE_MAX_ENTRIES	MAX_BACKENDS
+#define PREPARED_FILE_MAX_ENTRIES	((int) MAX_BACKENDS)
 
 /* A backend's slot: a time per family, HORIZON_NONE when not held. */
 typedef union HorizonSlot
