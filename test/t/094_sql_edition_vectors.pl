@@ -148,6 +148,26 @@ is($c->safe_psql('postgres', qq{
 my ($ret, $out, $err) = $sql->psql('postgres', "\\set VERBOSITY verbose\nSELECT ulidflake_next(32)");
 like($err, qr/ERROR:  22003:.*scalability id 32/, 'a sid above 31 is refused, as in the C edition');
 
+# concurrent sessions: 8 on ulidflake_next(), 8 on ulidflake_next(sid)
+# with sids that the stand-alone form's random bits also take
+$sql->safe_psql('postgres', q{
+	CREATE UNLOGGED TABLE ulids (session int NOT NULL, n int NOT NULL, v bigint NOT NULL);
+	GRANT INSERT ON ulids TO PUBLIC;
+});
+my $script = PostgreSQL::Test::Utils::tempdir() . '/ulids.sql';
+open my $sh, '>', $script or die "could not write $script: $!";
+print $sh "INSERT INTO ulids SELECT :client_id, g, CASE WHEN :client_id % 2 = 0 THEN ulidflake_next() "
+  . "ELSE ulidflake_next(:client_id % 4) END FROM generate_series(1, 20000) g;\n";
+close $sh;
+$sql->command_ok(
+	[ 'pgbench', '-n', '-c', 16, '-j', 16, '-t', '1', '-f', $script, '-U', $sql_edition_owner,
+	  '-h', $sql->host, '-p', $sql->port, 'postgres' ],
+	'16 sessions take 20,000 ulidflakes each');
+is($sql->safe_psql('postgres', q{
+	SELECT count(*), count(DISTINCT v), count(*) FILTER (WHERE back) FROM (
+		SELECT v, v <= lag(v) OVER (PARTITION BY session ORDER BY n) AS back FROM ulids) u}),
+	'320000|320000|0', "no ulidflake repeated, and each session's increase");
+
 $c->stop;
 $sql->stop;
 done_testing();
