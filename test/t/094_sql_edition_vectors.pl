@@ -168,6 +168,22 @@ is($sql->safe_psql('postgres', q{
 		SELECT v, v <= lag(v) OVER (PARTITION BY session ORDER BY n) AS back FROM ulids) u}),
 	'320000|320000|0', "no ulidflake repeated, and each session's increase");
 
+# a clock behind the last value (the sequence set 5 s ahead, as before a
+# step back): the millisecond already entered continues, the next one is
+# refused beyond max_borrow_ms and 1 s, as the C edition refuses
+$sql->safe_psql('postgres', q{
+	SELECT setval('flake_internal.ulidflake', ((flake_internal.ulidflake_clock_ms() + 5000) << 15) + 32766)},
+	extra_params => [ '-U', $sql_edition_owner ]);
+my $last;
+($ret, $last, $err) = $sql->psql('postgres', "\\set VERBOSITY verbose\nSELECT ulidflake_next();\nSELECT ulidflake_next()");
+like($err, qr/ERROR:  55000: the system clock is \d+ ms behind the last ulidflake issued/,
+	'a clock 5 s behind: the entered millisecond continues, the next refused');
+is($sql->safe_psql('postgres', "SELECT ($last >> 5) & 32767"), '32767', 'the value before the refusal ends its millisecond');
+$sql->safe_psql('postgres', 'UPDATE flake_internal.settings SET max_borrow_ms = 10000',
+	extra_params => [ '-U', $sql_edition_owner ]);
+is($sql->safe_psql('postgres', "SELECT ulidflake_next() > $last"), 't',
+	'with room to borrow, the values continue above the last one');
+
 $c->stop;
 $sql->stop;
 done_testing();
