@@ -211,7 +211,7 @@ BEGIN
 END
 $$;
 
--- The hot path: no SET clause (it would cost more than the rest), every
+-- The hot paths: no SET clause (it would cost more than the rest), every
 -- name qualified.
 CREATE FUNCTION @extschema@.ulidflake_next() RETURNS bigint
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
@@ -231,20 +231,22 @@ COMMENT ON FUNCTION @extschema@.ulidflake_next() IS
 	'next Ulid-Flake id as bigint, stand-alone form: 15 bits of counter from a random start, 5 random bits';
 
 CREATE FUNCTION @extschema@.ulidflake_next(sid integer) RETURNS bigint
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE AS $$
 DECLARE
 	v bigint;
 BEGIN
-	IF sid NOT BETWEEN 0 AND 31 THEN
+	IF sid OPERATOR(pg_catalog.<) 0 OR sid OPERATOR(pg_catalog.>) 31 THEN
 		RAISE EXCEPTION USING ERRCODE = '22003',
-			MESSAGE = format('scalability id %s is out of range for ulidflake', sid),
+			MESSAGE = pg_catalog.format('scalability id %s is out of range for ulidflake', sid),
 			HINT = 'A scalability id is 0 to 31.';
 	END IF;
-	v := nextval('flake_internal.ulidflake'::regclass);
-	IF v >> 15 <> floor(date_part('epoch', clock_timestamp()) * 1000)::bigint - 1704067200000 THEN
+	v := pg_catalog.nextval('flake_internal.ulidflake'::regclass);
+	IF (v OPERATOR(pg_catalog.>>) 15) OPERATOR(pg_catalog.<>)
+		(pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())
+						  OPERATOR(pg_catalog.*) 1000)::bigint OPERATOR(pg_catalog.-) 1704067200000) THEN
 		v := flake_internal.ulidflake_advance(v);
 	END IF;
-	RETURN (v << 5) | sid;
+	RETURN (v OPERATOR(pg_catalog.<<) 5) OPERATOR(pg_catalog.|) sid::bigint;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.ulidflake_next(integer) IS
