@@ -5,7 +5,9 @@
 # functions as they are.  After the documented step (docs/sql-edition.md:
 # the C edition into a schema of its own, the defaults pointed at it, the
 # plain functions dropped, then flake_take_over_ids()), the ids continue
-# above those the plain edition issued.
+# above those the plain edition issued.  And ulidflakes of the pg_tle
+# edition, whose bigint columns take the C edition's type after the
+# restore (093 has its Snowflake ids).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -16,7 +18,7 @@ use lib $FindBin::RealBin;
 use FlakeSqlEdition;
 
 my $install = sql_edition_required();
-my (undef, $plain) = sql_edition_scripts();
+my ($tle, $plain) = sql_edition_scripts();
 my $sql = sql_edition_server('sql_edition_plain', $install);
 my $owner = $sql_edition_owner;
 # (a database of its own, without pg_tle, which the other server lacks)
@@ -96,6 +98,35 @@ is($c->safe_psql('shop', qq{
 is($c->safe_psql('shop', qq{
 	SELECT count(*), min(id)::bigint > $max_event FROM events WHERE what = 'C edition'}),
 	'1000|t', 'and above every ulidflake');
+
+# the pg_tle edition's ulidflakes: the default dropped before the dump,
+# the column made the C edition's type after the restore
+sql_edition_install_tle($sql, $tle);
+$sql->safe_psql('postgres', q{
+	CREATE TABLE events (id bigint PRIMARY KEY DEFAULT ulidflake_next(), what text NOT NULL);
+	UPDATE flake_internal.settings SET max_borrow_ms = 60000;
+	SELECT setval('flake_internal.ulidflake', (flake_internal.ulidflake_clock_ms() + 30000) << 15);
+	INSERT INTO events (what) SELECT 'ahead' FROM generate_series(1, 1000);
+	ALTER TABLE events ALTER COLUMN id DROP DEFAULT;
+}, extra_params => [ '-U', $owner ]);
+my $max_tle = $sql->safe_psql('postgres', 'SELECT max(id) FROM events');
+$sql->command_ok([ 'pg_dump', '-Fc', '-f', "$dir/tle.dump", '-d', $sql->connstr('postgres') ], 'pg_dump of the pg_tle edition');
+$c->safe_psql('postgres', 'CREATE DATABASE tle');
+my $list = `"@{[ $c->installed_command('pg_restore') ]}" -l "$dir/tle.dump"`;
+open my $fh, '>', "$dir/tle.list" or die "could not write $dir/tle.list: $!";
+print $fh join("\n", grep { !/ pg_?tle / && !/ pgtle / } split /\n/, $list), "\n";
+close $fh;
+$c->command_ok([ 'pg_restore', '--exit-on-error', '-L', "$dir/tle.list", '-d', $c->connstr('tle'), "$dir/tle.dump" ],
+	'the pg_tle dump restores onto the C edition');
+$c->safe_psql('tle', q{
+	ALTER TABLE events ALTER COLUMN id TYPE ulidflake USING id::ulidflake,
+		ALTER COLUMN id SET DEFAULT ulidflake_next();
+	SELECT * FROM flake_take_over_ids();
+	INSERT INTO events (what) SELECT 'C edition' FROM generate_series(1, 1000);
+});
+is($c->safe_psql('tle', qq{
+	SELECT count(*), min(id)::bigint > $max_tle FROM events WHERE what = 'C edition'}),
+	'1000|t', "the C edition's ulidflakes continue above the pg_tle edition's");
 
 $c->stop;
 $sql->stop;
