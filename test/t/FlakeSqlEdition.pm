@@ -1,4 +1,4 @@
-# What the SQL edition's tests (090-094) share: its two scripts (make
+# What the SQL edition's tests (090-094, 098) share: its two scripts (make
 # sql-edition), and servers where the C edition is neither installed nor
 # loaded: of the PostgreSQL installation FLAKE_PG_TLE_INSTALL names (one
 # with pg_tle and without flake: tools/pg_tle makes it, and make test sets
