@@ -1,0 +1,999 @@
+# make explore: random histories of an operator's steps and the machine's
+# faults, drawn from a seeded PRNG, run on servers of their own, and one
+# checker over each whole history (issue 44).  See docs/development.md,
+# "Exploring orders of steps".
+#
+# A history is a list of steps, "op key=value ...".  Each operation below is
+# a small named entry of %op: when it may run (pre, on the model of the
+# world), what it changes in the model (apply) and what it does to the
+# servers (run).  The whole history is drawn first from the seed on the
+# model alone, so a seed always gives the same history whatever the servers
+# answer; while it runs, a step whose precondition no longer holds (an
+# earlier step was refused) is skipped.  The checker's outcomes:
+#   repeat     an id issued twice in a database (a write lost rows to its
+#              primary key, or two tables of one family share an id)
+#   lost       a committed row missing where the history says it must be
+#   no hint    a refusal (an error of flake) without SQLSTATE or HINT
+#   no start   a server that does not start after a step
+# A refusal with its SQLSTATE and hint is a correct outcome; a repeat never.
+#
+# Environment: EXPLORE_SEED=n (one history: replay it), EXPLORE_SEEDS="n m"
+# (these), EXPLORE_HISTORY=file (replay a history file), EXPLORE_SECONDS
+# (new seeds until then; default 300), EXPLORE_SHRINK_SECONDS (default
+# 240), EXPLORE_STEPS (a history's length, default 24), EXPLORE_OUT (where
+# the failing histories are written).  Ends with "N passed, N failed".
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../t";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use POSIX qw(strftime);
+use Time::HiRes qw(time sleep);
+use FlakeClock;
+
+Test::More->builder->no_ending(1);
+# a statement that waits on the stopped clock is cancelled: a stall
+$ENV{PGOPTIONS} = '-c statement_timeout=5s';
+# PostgreSQL::Test::Utils sends STDOUT and STDERR to its log: what the
+# explorer says goes where Test::More writes
+my $say = Test::More->builder->output;
+$say->autoflush(1);
+
+my $secret = '000102030405060708090a0b0c0d0e0f';
+my %family = (tf => 'flake', tu => 'ulidflake', tr => 'randflake', tp => 'flake');
+my %generator = (tf => 'flake_next()', tu => 'ulidflake_next()', tr => 'randflake_next()', tp => 'flake_next()');
+my @tables = qw(tf tu tr tp);
+my $rows = 200;
+
+# --- the PRNG: xorshift32, the same sequence on every machine
+my $rng_state;
+sub rng_seed { $rng_state = (($_[0] * 2654435761) % 4294967296) || 1 }
+sub rnd
+{
+	my ($n) = @_;
+	my $x = $rng_state;
+	$x ^= ($x << 13) & 0xffffffff;
+	$x ^= $x >> 17;
+	$x ^= ($x << 5) & 0xffffffff;
+	$rng_state = $x;
+	return $x % $n;
+}
+sub pick { return $_[ rnd(scalar @_) ] }
+
+# --- the model: what the history has made of the world, as predicted
+#
+# dbs: "server/name" => { ext, tables => { t => { default, rows } },
+#   restored (from which db, in which form), taken (flake_take_over_ids) }.
+# pub: blue's publication; sub: green's subscription to it (tables it has
+# synchronized); rpub, rsub: the way back after the cutover; live: the
+# server whose app database takes the writes.
+sub new_model
+{
+	return {
+		dbs => {
+			'blue/app'  => { server => 'blue',  ext => 0, tables => {} },
+			'green/app' => { server => 'green', ext => 0, tables => {} },
+		},
+		live     => 'blue',
+		restores => 0,
+		cutovers => 0,
+	};
+}
+
+# whether a database takes writes: the live app database, and every
+# restored copy (a staging database of its own)
+sub writable
+{
+	my ($m, $db) = @_;
+	my $d = $m->{dbs}{$db};
+	return $d->{restored} || $db eq "$m->{live}/app";
+}
+
+# the tables blue publishes
+sub published
+{
+	my ($m) = @_;
+	return () unless $m->{pub};
+	return sort keys %{ $m->{dbs}{'blue/app'}{tables} } if $m->{pub}{all};
+	return sort keys %{ $m->{pub}{tables} };
+}
+
+sub table_sql
+{
+	my ($t, $default) = @_;
+	my $type = $t eq 'tu' ? 'ulidflake' : 'bigint';
+	my $def = $default ? " DEFAULT $generator{$t}" : '';
+	my $sql = "CREATE TABLE $t (id $type PRIMARY KEY$def, tag text NOT NULL)";
+	return $sql unless $t eq 'tp';
+	return "$sql PARTITION BY RANGE (id);
+		CREATE TABLE tp_old PARTITION OF tp FOR VALUES FROM (MINVALUE) TO (0);
+		CREATE TABLE tp_new PARTITION OF tp FOR VALUES FROM (0) TO (MAXVALUE);";
+}
+
+# --- the operations
+#
+# Each: weight; args($m): the argument sets it could take now (each a hash,
+# precondition included); pre($m, $a): whether it may run now (checked
+# again when the history runs); apply($m, $a): the model after it;
+# run($w, $a, $step): what it does, returning undef or the error of a
+# refusal.  The generator picks an operation by weight among those with
+# arguments, then one of its argument sets.
+my %op;
+
+%op = (
+	create_extension => {
+		weight => 3,
+		args   => sub {
+			my ($m) = @_;
+			return map { { db => $_ } } grep { !$m->{dbs}{$_}{ext} } qw(blue/app green/app);
+		},
+		pre   => sub { my ($m, $a) = @_; return !$m->{dbs}{ $a->{db} }{ext} },
+		apply => sub { my ($m, $a) = @_; $m->{dbs}{ $a->{db} }{ext} = 1 },
+		run   => sub { my ($w, $a) = @_; return sql($w, $a->{db}, 'CREATE EXTENSION flake') },
+	},
+
+	# a table, with its flake default or without (the default set later)
+	create_table => {
+		weight => 4,
+		args   => sub {
+			my ($m) = @_;
+			my @a;
+			foreach my $db (qw(blue/app green/app))
+			{
+				foreach my $t (@tables)
+				{
+					foreach my $default (0, 1)
+					{
+						my $a = { db => $db, table => $t, default => $default };
+						push @a, $a if $op{create_table}{pre}->($m, $a);
+					}
+				}
+			}
+			return @a;
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			my $d = $m->{dbs}{ $a->{db} };
+			return 0 if $d->{restored} || $d->{tables}{ $a->{table} };
+			# no schema changes on green in the cutover's window
+			return 0 if $a->{db} eq 'green/app' && $m->{cutovers};
+			return 0 if ($a->{default} || $a->{table} eq 'tu') && !$d->{ext};
+			# green has a table before blue publishes it to green's subscription
+			return 0 if $a->{db} eq 'blue/app' && $m->{sub} && $m->{pub}{all}
+			  && !$m->{dbs}{'green/app'}{tables}{ $a->{table} };
+			return 0 if $a->{db} eq 'green/app' && $m->{rsub} && !$m->{dbs}{'blue/app'}{tables}{ $a->{table} };
+			return 1;
+		},
+		apply => sub {
+			my ($m, $a) = @_;
+			$m->{dbs}{ $a->{db} }{tables}{ $a->{table} } = { default => $a->{default}, rows => 0 };
+		},
+		run => sub { my ($w, $a) = @_; return sql($w, $a->{db}, table_sql($a->{table}, $a->{default})) },
+	},
+
+	set_default => {
+		weight => 4,
+		args   => sub {
+			my ($m) = @_;
+			my @a;
+			foreach my $db (qw(blue/app green/app))
+			{
+				push @a, map { { db => $db, table => $_ } }
+				  grep { $op{set_default}{pre}->($m, { db => $db, table => $_ }) } @tables;
+			}
+			return @a;
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			my $d = $m->{dbs}{ $a->{db} };
+			my $t = $d->{tables}{ $a->{table} };
+			return $d->{ext} && $t && !$t->{default};
+		},
+		apply => sub { my ($m, $a) = @_; $m->{dbs}{ $a->{db} }{tables}{ $a->{table} }{default} = 1 },
+		run   => sub {
+			my ($w, $a) = @_;
+			return sql($w, $a->{db}, "ALTER TABLE $a->{table} ALTER id SET DEFAULT $generator{$a->{table}}");
+		},
+	},
+
+	# blue's publication: FOR ALL TABLES or FOR TABLE (then add_to_publication)
+	publish => {
+		weight => 3,
+		args   => sub {
+			my ($m) = @_;
+			return () if $m->{pub};
+			my @t = sort keys %{ $m->{dbs}{'blue/app'}{tables} };
+			my @a = map { { all => 1, via_root => $_ } } (0, 1);
+			push @a, map { { all => 0, via_root => $_, tables => join(',', @t) } } (0, 1) if @t;
+			return @a;
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			return 0 if $m->{pub};
+			return 1 if $a->{all};
+			return !grep { !$m->{dbs}{'blue/app'}{tables}{$_} } split /,/, $a->{tables};
+		},
+		apply => sub {
+			my ($m, $a) = @_;
+			$m->{pub} = { all => $a->{all}, tables => { map { $_ => 1 } split /,/, ($a->{tables} // '') } };
+		},
+		run => sub {
+			my ($w, $a) = @_;
+			my $what = $a->{all} ? 'ALL TABLES' : "TABLE $a->{tables}";
+			return sql($w, 'blue/app',
+				"CREATE PUBLICATION pub FOR $what WITH (publish_via_partition_root = $a->{via_root})");
+		},
+	},
+
+	add_to_publication => {
+		weight => 2,
+		args   => sub {
+			my ($m) = @_;
+			return () unless $m->{pub} && !$m->{pub}{all};
+			return map { { table => $_ } }
+			  grep { !$m->{pub}{tables}{$_} && (!$m->{sub} || $m->{dbs}{'green/app'}{tables}{$_}) }
+			  sort keys %{ $m->{dbs}{'blue/app'}{tables} };
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			return $m->{pub} && !$m->{pub}{all} && !$m->{pub}{tables}{ $a->{table} }
+			  && $m->{dbs}{'blue/app'}{tables}{ $a->{table} }
+			  && (!$m->{sub} || $m->{dbs}{'green/app'}{tables}{ $a->{table} });
+		},
+		apply => sub { my ($m, $a) = @_; $m->{pub}{tables}{ $a->{table} } = 1 },
+		run   => sub { my ($w, $a) = @_; return sql($w, 'blue/app', "ALTER PUBLICATION pub ADD TABLE $a->{table}") },
+	},
+
+	# green subscribes to blue: green has every table published; with
+	# copy_data off only while blue's tables are empty (else green lacks
+	# rows: an operator's error, not flake's)
+	subscribe => {
+		weight => 3,
+		args   => sub {
+			my ($m) = @_;
+			return grep { $op{subscribe}{pre}->($m, $_) } map { { copy_data => $_ } } (0, 1);
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			return 0 if !$m->{pub} || $m->{sub} || $m->{cutovers};
+			my @t = published($m);
+			return 0 if grep { !$m->{dbs}{'green/app'}{tables}{$_} } @t;
+			return 0 if !$a->{copy_data} && grep { $m->{dbs}{'blue/app'}{tables}{$_}{rows} } @t;
+			return 1;
+		},
+		apply => sub {
+			my ($m, $a) = @_;
+			$m->{sub} = { tables => { map { $_ => 1 } published($m) } };
+			copy_rows($m, 'blue/app', 'green/app', published($m));
+		},
+		run => sub {
+			my ($w, $a) = @_;
+			my $conn = $w->{node}{blue}->connstr('app');
+			return sql($w, 'green/app',
+				"CREATE SUBSCRIPTION sub CONNECTION '$conn' PUBLICATION pub WITH (copy_data = $a->{copy_data})")
+			  // synced($w, 'green/app');
+		},
+	},
+
+	refresh_publication => {
+		weight => 3,
+		args   => sub {
+			my ($m) = @_;
+			return grep { $op{refresh_publication}{pre}->($m, $_) } map { { copy_data => $_ } } (0, 1);
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			return 0 if !$m->{sub} || $m->{cutovers};
+			my @new = grep { !$m->{sub}{tables}{$_} } published($m);
+			return 0 if grep { !$m->{dbs}{'green/app'}{tables}{$_} } @new;
+			return 0 if !$a->{copy_data} && grep { $m->{dbs}{'blue/app'}{tables}{$_}{rows} } @new;
+			return 1;
+		},
+		apply => sub {
+			my ($m, $a) = @_;
+			my @new = grep { !$m->{sub}{tables}{$_} } published($m);
+			$m->{sub}{tables}{$_} = 1 foreach @new;
+			copy_rows($m, 'blue/app', 'green/app', @new);
+		},
+		run => sub {
+			my ($w, $a) = @_;
+			return sql($w, 'green/app', "ALTER SUBSCRIPTION sub REFRESH PUBLICATION WITH (copy_data = $a->{copy_data})")
+			  // synced($w, 'green/app');
+		},
+	},
+
+	# rows with the table's default (ON CONFLICT DO NOTHING: an id issued
+	# again shows as a row missing)
+	write => {
+		weight => 10,
+		args   => sub {
+			my ($m) = @_;
+			my @a;
+			foreach my $db (sort keys %{ $m->{dbs} })
+			{
+				push @a, map { { db => $db, table => $_ } }
+				  grep { $op{write}{pre}->($m, { db => $db, table => $_ }) } @tables;
+			}
+			return @a;
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			my $t = $m->{dbs}{ $a->{db} } && $m->{dbs}{ $a->{db} }{tables}{ $a->{table} };
+			return $t && $t->{default} && writable($m, $a->{db});
+		},
+		apply => sub {
+			my ($m, $a) = @_;
+			$m->{dbs}{ $a->{db} }{tables}{ $a->{table} }{rows} += $rows;
+			# replicated on: blue's subscribed tables to green, green's to blue after the cutover
+			copy_rows($m, 'blue/app', 'green/app', $a->{table})
+			  if $a->{db} eq 'blue/app' && $m->{sub} && $m->{sub}{tables}{ $a->{table} } && !$m->{cutovers};
+		},
+		run => \&write_rows,
+	},
+
+	# the cutover: blue stops writing, green catches up, its subscription
+	# is disabled, green takes the writes; blue may follow green back
+	# (for a rollback)
+	cutover => {
+		weight => 3,
+		args   => sub {
+			my ($m) = @_;
+			return grep { $op{cutover}{pre}->($m, $_) } map { { way_back => $_ } } (0, 1);
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			return 0 if !$m->{sub} || $m->{cutovers};
+			my $blue = $m->{dbs}{'blue/app'}{tables};
+			# green holds every row of blue: each table with rows is subscribed
+			return 0 if grep { $blue->{$_}{rows} && !$m->{sub}{tables}{$_} } keys %$blue;
+			return 0 if $a->{way_back} && grep { !$m->{dbs}{'blue/app'}{tables}{$_} } keys %{ $m->{dbs}{'green/app'}{tables} };
+			return 1;
+		},
+		apply => sub {
+			my ($m, $a) = @_;
+			$m->{cutovers} = 1;
+			$m->{live}     = 'green';
+			$m->{rsub}     = { tables => { map { $_ => 1 } keys %{ $m->{dbs}{'green/app'}{tables} } } } if $a->{way_back};
+		},
+		run => sub {
+			my ($w, $a) = @_;
+			my $err = caught_up($w, 'blue', 'sub') // lost_rows($w, 'blue/app', 'green/app', 'cutover')
+			  // sql($w, 'green/app', 'ALTER SUBSCRIPTION sub DISABLE');
+			return $err if $err || !$a->{way_back};
+			my $conn = $w->{node}{green}->connstr('app');
+			return sql($w, 'green/app', 'CREATE PUBLICATION rpub FOR ALL TABLES')
+			  // sql($w, 'blue/app',
+				"CREATE SUBSCRIPTION rsub CONNECTION '$conn' PUBLICATION rpub WITH (copy_data = false)");
+		},
+	},
+
+	rollback => {
+		weight => 3,
+		args   => sub { my ($m) = @_; return $op{rollback}{pre}->($m, {}) ? ({}) : () },
+		pre    => sub { my ($m) = @_; return $m->{rsub} && $m->{live} eq 'green' },
+		apply  => sub { my ($m) = @_; $m->{live} = 'blue' },
+		run    => sub {
+			my ($w) = @_;
+			return caught_up($w, 'green', 'rsub') // lost_rows($w, 'green/app', 'blue/app', 'rollback')
+			  // sql($w, 'blue/app', 'ALTER SUBSCRIPTION rsub DISABLE');
+		},
+	},
+
+	# a dump of a database with flake restored as a new database (a
+	# staging copy) on blue or green: the forms of pg_dump, the extension
+	# created first where the form does not carry it
+	dump_restore => {
+		weight => 4,
+		args   => sub {
+			my ($m) = @_;
+			return () if $m->{restores} >= 4;
+			my @a;
+			foreach my $src (sort keys %{ $m->{dbs} })
+			{
+				foreach my $form (qw(fc plain schema_n table_t data_only inserts))
+				{
+					push @a, map { { src => $src, form => $form, to => $_ } } qw(blue green);
+				}
+			}
+			return grep { $op{dump_restore}{pre}->($m, $_) } @a;
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			my $d = $m->{dbs}{ $a->{src} };
+			return $d && $d->{ext} && grep { $_->{rows} } values %{ $d->{tables} };
+		},
+		apply => sub {
+			my ($m, $a) = @_;
+			my $name = "$a->{to}/r" . ++$m->{restores};
+			my $d = $m->{dbs}{ $a->{src} };
+			$m->{dbs}{$name} = {
+				server   => $a->{to},
+				ext      => 1,
+				restored => $a,
+				tables   => { map { $_ => { %{ $d->{tables}{$_} } } } keys %{ $d->{tables} } },
+			};
+			$a->{db} = $name;
+		},
+		run => sub {
+			my ($w, $a, $step) = @_;
+			my $name = "$a->{to}/r" . ($w->{restores} += 1);
+			return dump_and_restore($w, $a->{src}, $a->{form}, $name, $step);
+		},
+	},
+
+	# the next refresh of a staging copy: DROP DATABASE, a new dump of the
+	# same source restored in its place
+	restore_again => {
+		weight => 2,
+		args   => sub {
+			my ($m) = @_;
+			return map { { db => $_ } } grep { $m->{dbs}{$_}{restored} && $m->{dbs}{ $m->{dbs}{$_}{restored}{src} } }
+			  sort keys %{ $m->{dbs} };
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			my $d = $m->{dbs}{ $a->{db} };
+			return $d && $d->{restored} && $m->{dbs}{ $d->{restored}{src} };
+		},
+		apply => sub {
+			my ($m, $a) = @_;
+			my $d = $m->{dbs}{ $a->{db} };
+			my $src = $m->{dbs}{ $d->{restored}{src} };
+			$d->{tables} = { map { $_ => { %{ $src->{tables}{$_} } } } keys %{ $src->{tables} } };
+			delete $d->{taken};
+		},
+		run => sub {
+			my ($w, $a, $step) = @_;
+			my $src = $w->{restored_from}{ $a->{db} } or return undef;
+			my $err = sql($w, "$w->{server_of}{ $a->{db} }/postgres", 'DROP DATABASE ' . dbname($a->{db}));
+			return $err // dump_and_restore($w, $src->{src}, $src->{form}, $a->{db}, $step);
+		},
+	},
+
+	take_over_ids => {
+		weight => 4,
+		args   => sub {
+			my ($m) = @_;
+			return map { { db => $_ } } grep { $m->{dbs}{$_}{restored} && !$m->{dbs}{$_}{taken} } sort keys %{ $m->{dbs} };
+		},
+		pre   => sub { my ($m, $a) = @_; my $d = $m->{dbs}{ $a->{db} }; return $d && $d->{restored} && !$d->{taken} },
+		apply => sub { my ($m, $a) = @_; $m->{dbs}{ $a->{db} }{taken} = 1 },
+		run   => sub { my ($w, $a) = @_; return sql($w, $a->{db}, 'SELECT flake_take_over_ids()') },
+	},
+
+	# a backfill as pg_dump --data-only --disable-triggers writes it: rows
+	# of another source (ids far below flake's) between DISABLE and
+	# ENABLE TRIGGER ALL
+	backfill => {
+		weight => 2,
+		args   => sub {
+			my ($m) = @_;
+			my @a;
+			foreach my $db (qw(blue/app green/app))
+			{
+				push @a, map { { db => $db, table => $_ } } grep { $m->{dbs}{$db}{tables}{$_} } qw(tf tr);
+			}
+			return @a;
+		},
+		pre   => sub { my ($m, $a) = @_; return $m->{dbs}{ $a->{db} }{tables}{ $a->{table} } },
+		apply => sub { },
+		run   => sub {
+			my ($w, $a, $step) = @_;
+			return sql($w, $a->{db}, "ALTER TABLE $a->{table} DISABLE TRIGGER ALL;
+				INSERT INTO $a->{table} (id, tag) SELECT $step * 100 + g, 'backfill' FROM generate_series(1, 50) g
+				ON CONFLICT DO NOTHING;
+				ALTER TABLE $a->{table} ENABLE TRIGGER ALL;");
+		},
+	},
+
+	restart => {
+		weight => 1,
+		args   => sub { return map { { server => $_, mode => pick('fast', 'immediate') } } qw(blue green) },
+		pre    => sub { 1 },
+		apply  => sub { },
+		run    => sub {
+			my ($w, $a) = @_;
+			my $node = $w->{node}{ $a->{server} };
+			$node->stop($a->{mode});
+			return start($w, $a->{server});
+		},
+	},
+
+	crash => {
+		weight => 1,
+		args   => sub { return map { my $s = $_; map { { server => $s, process => $_ } } qw(backend postmaster) } qw(blue green) },
+		pre    => sub { 1 },
+		apply  => sub { },
+		run    => sub {
+			my ($w, $a) = @_;
+			my $node = $w->{node}{ $a->{server} };
+			if ($a->{process} eq 'backend')
+			{
+				# a backend killed: the postmaster restarts them all
+				my $h = IPC::Run::start([ 'psql', '-XAtq', '-d', $node->connstr('app'), '-c', 'SELECT pg_sleep(4)' ],
+					'>', \my $o, '2>', \my $e);
+				my $pid;
+				for (1 .. 50)
+				{
+					($pid) = query($w, "$a->{server}/postgres",
+						q{SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(4)'});
+					last if $pid;
+					sleep 0.1;
+				}
+				kill 'KILL', $pid if $pid;
+				eval { $h->finish };
+				return back_up($w, $a->{server});
+			}
+			my $pid = $node->{_pid};
+			$node->kill9;
+			# the postmaster gone (a zombie where no init reaps it): its lock file is stale
+			for (1 .. 50)
+			{
+				last unless -e "/proc/$pid" && slurp_file("/proc/$pid/stat") !~ /^\d+ \S+ Z/;
+				sleep 0.1;
+			}
+			sleep 1;
+			unlink $node->data_dir . '/postmaster.pid', $node->host . '/.s.PGSQL.' . $node->port . '.lock';
+			return start($w, $a->{server});
+		},
+	},
+);
+
+# rows of one table that reach another database (replication), in the model
+sub copy_rows
+{
+	my ($m, $from, $to, @t) = @_;
+	foreach my $t (@t)
+	{
+		next unless $m->{dbs}{$to}{tables}{$t} && $m->{dbs}{$from}{tables}{$t};
+		$m->{dbs}{$to}{tables}{$t}{rows} = $m->{dbs}{$from}{tables}{$t}{rows};
+	}
+}
+
+# --- drawing a history from a seed
+sub draw_history
+{
+	my ($seed, $length) = @_;
+	rng_seed($seed);
+	my $m = new_model();
+	my @steps;
+	while (@steps < $length)
+	{
+		my @choices = map { my $name = $_; map { [ $name, $_ ] } $op{$name}{args}->($m) } sort keys %op;
+		last unless @choices;
+		my $total = 0;
+		$total += $op{ $_->[0] }{weight} / count_of($_->[0], \@choices) foreach @choices;
+		my $r = rnd(1000000) / 1000000 * $total;
+		my $choice = $choices[-1];
+		foreach my $c (@choices)
+		{
+			$r -= $op{ $c->[0] }{weight} / count_of($c->[0], \@choices);
+			if ($r < 0) { $choice = $c; last }
+		}
+		my ($name, $a) = @$choice;
+		$op{$name}{apply}->($m, $a);
+		delete $a->{db} if $name eq 'dump_restore';
+		push @steps, { op => $name, args => $a };
+	}
+	return @steps;
+}
+
+sub count_of
+{
+	my ($name, $choices) = @_;
+	return scalar grep { $_->[0] eq $name } @$choices;
+}
+
+sub step_text
+{
+	my ($s) = @_;
+	return join ' ', $s->{op}, map { "$_=$s->{args}{$_}" } sort keys %{ $s->{args} };
+}
+
+sub parse_step
+{
+	my ($line) = @_;
+	my ($name, @kv) = split ' ', $line;
+	die "unknown operation $name\n" unless $op{$name};
+	return { op => $name, args => { map { split /=/, $_, 2 } @kv } };
+}
+
+# --- the world: two servers of one installation, one clock (stopped)
+my $run_dir;
+my $world_count = 0;
+
+sub new_world
+{
+	my ($tag) = @_;
+	my %w = (tag => $tag, restores => 0, findings => [], log => []);
+	$world_count++;
+	my $clock_holder = bless { dir => "$run_dir/w$world_count" }, 'ExploreClockDir';
+	mkdir $clock_holder->{dir};
+	$w{clock} = FlakeClock->new($clock_holder);
+	# a clock stopped at one second for both servers: ids made at one time
+	# on two servers meet, unless flake keeps them apart
+	$w{now} = int(time());
+	set_clock(\%w, 0);
+	foreach my $server (qw(blue green))
+	{
+		my $node = PostgreSQL::Test::Cluster->new("${server}_$world_count");
+		$node->init(allows_streaming => 'logical');
+		$node->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
+flake.randflake_secret = '$secret'
+max_prepared_transactions = 10
+restart_after_crash = on
+log_min_messages = warning
+});
+		$node->start;
+		$node->safe_psql('postgres', 'CREATE DATABASE app');
+		$w{node}{$server} = $node;
+		$w{server_of}{"$server/app"} = $server;
+		$w{server_of}{"$server/postgres"} = $server;
+	}
+	return \%w;
+}
+
+# the stopped clock, moved on by seconds.  A restart moves it on by 2 s:
+# flake waits for its clock to pass the ids issued before a restart (a
+# stopped clock would never), and borrows at most flake.max_borrow (1 s).
+sub set_clock
+{
+	my ($w, $seconds) = @_;
+	$w->{now} += $seconds;
+	$w->{clock}->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($w->{now})));
+}
+
+sub end_world
+{
+	my ($w) = @_;
+	foreach my $node (values %{ $w->{node} })
+	{
+		$node->stop('immediate', fail_ok => 1);
+		$node->clean_node;
+	}
+}
+
+sub dbname { my ($db) = @_; return (split m{/}, $db)[1] }
+
+# Run SQL in a database: undef, or the error (a refusal) as
+# { sqlstate, message, hint }.  A statement that waits longer than 20 s
+# is cancelled (a stopped clock): "stall", no finding.
+sub sql
+{
+	my ($w, $db, $sql) = @_;
+	my ($out, $err) = query($w, $db, $sql);
+	return $err;
+}
+
+sub query
+{
+	my ($w, $db, $sql) = @_;
+	my $node = $w->{node}{ $w->{server_of}{$db} };
+	my ($ret, $stdout, $stderr) = $node->psql(dbname($db), $sql,
+		extra_params => [ '-v', 'VERBOSITY=verbose', '-v', 'ON_ERROR_STOP=1' ],
+		timeout      => 90,
+		timed_out    => \my $timed_out);
+	return (undef, { sqlstate => 'stall', message => 'psql timed out' }) if $timed_out;
+	return ($stdout, undef) if $ret == 0;
+	my ($state, $message) = $stderr =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+(.*)/;
+	my ($hint) = $stderr =~ /HINT:\s+(.*)/;
+	return (undef, { sqlstate => $state, message => $message // $stderr, hint => $hint, text => $stderr });
+}
+
+sub write_rows
+{
+	my ($w, $a, $step) = @_;
+	my ($out, $err) = insert_rows($w, $a, $step);
+	# waiting on the stopped clock (ids ahead of it): time passes
+	if ($err && $err->{sqlstate} eq '57014')
+	{
+		set_clock($w, 2);
+		($out, $err) = insert_rows($w, $a, $step);
+	}
+	return $err if $err;
+	finding($w, 'repeat', $step, sprintf('%d of %d %s ids in %s.%s issued again',
+		$rows - $out, $rows, $family{ $a->{table} }, $a->{db}, $a->{table}))
+	  if $out != $rows;
+	return undef;
+}
+
+sub insert_rows
+{
+	my ($w, $a, $step) = @_;
+	return query($w, $a->{db}, qq{
+		WITH ins AS (
+			INSERT INTO $a->{table} (tag) SELECT '$a->{db}:$step:' || g FROM generate_series(1, $rows) g
+			ON CONFLICT DO NOTHING RETURNING 1)
+		SELECT count(*) FROM ins});
+}
+
+sub finding
+{
+	my ($w, $kind, $step, $detail) = @_;
+	push @{ $w->{findings} }, { kind => $kind, step => $step, detail => $detail };
+	push @{ $w->{log} }, "    FINDING $kind: $detail";
+}
+
+sub start
+{
+	my ($w, $server) = @_;
+	my $node = $w->{node}{$server};
+	set_clock($w, 2);
+	# after a kill -9, until the old backends are gone
+	return undef if $node->start(fail_ok => 1);
+	finding($w, 'no start', undef, "$server did not start:\n" . slurp_tail($node->logfile));
+	return { sqlstate => 'start', message => 'the server did not start' };
+}
+
+sub slurp_tail
+{
+	my ($file) = @_;
+	my @lines = split /\n/, slurp_file($file);
+	return join "\n", @lines[ ($#lines > 10 ? $#lines - 10 : 0) .. $#lines ];
+}
+
+# a server that restarted by itself answers again (a stall if not)
+sub back_up
+{
+	my ($w, $server) = @_;
+	for (1 .. 100)
+	{
+		my ($one) = query($w, "$server/postgres", 'SELECT 1');
+		return undef if defined $one && $one eq '1';
+		sleep 0.2;
+	}
+	finding($w, 'no start', undef, "$server did not come back after a backend was killed");
+	return { sqlstate => 'start', message => 'the server did not come back' };
+}
+
+# a subscription's tables synchronized (or a stall)
+sub synced
+{
+	my ($w, $db) = @_;
+	my $node = $w->{node}{ $w->{server_of}{$db} };
+	for (1 .. 300)
+	{
+		my ($n) = query($w, $db, "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')");
+		return undef if defined $n && $n == 0;
+		sleep 0.1;
+	}
+	return { sqlstate => 'stall', message => "the subscription of $db did not synchronize" };
+}
+
+# the subscriber of a slot has everything its publisher wrote
+sub caught_up
+{
+	my ($w, $server, $slot) = @_;
+	my $db = "$server/app";
+	for (1 .. 300)
+	{
+		my ($ok) = query($w, $db, qq{SELECT confirmed_flush_lsn >= pg_current_wal_lsn()
+			FROM pg_replication_slots WHERE slot_name = '$slot'});
+		return undef if defined $ok && $ok eq 't';
+		sleep 0.1;
+	}
+	return { sqlstate => 'stall', message => "the subscriber of $slot did not catch up" };
+}
+
+# every row the first database holds is in the second one
+sub lost_rows
+{
+	my ($w, $from, $to, $when) = @_;
+	foreach my $t (@tables)
+	{
+		my ($a) = query($w, $from, "SELECT coalesce(array_agg(tag ORDER BY tag), '{}') FROM $t WHERE tag NOT LIKE 'backfill%'");
+		next unless defined $a;
+		my ($b) = query($w, $to, qq{SELECT count(*) FROM unnest('$a'::text[]) x(tag)
+			WHERE NOT EXISTS (SELECT FROM $t WHERE $t.tag = x.tag)});
+		finding($w, 'lost', undef, "$when: $b rows of $from.$t missing in $to") if defined $b && $b > 0;
+	}
+	return undef;
+}
+
+my %dump_args = (
+	fc        => [ '-Fc' ],
+	plain     => [],
+	schema_n  => [ '-n', 'public' ],
+	table_t   => [ map { ('-t', $_) } @tables ],
+	data_only => [ '--data-only', '--disable-triggers' ],
+	inserts   => [ '--inserts' ],
+);
+
+sub dump_and_restore
+{
+	my ($w, $src, $form, $name, $step) = @_;
+	my $from = $w->{node}{ $w->{server_of}{$src} };
+	my ($server) = split m{/}, $name;
+	my $to = $w->{node}{$server};
+	$w->{server_of}{$name} = $server;
+	$w->{restored_from}{$name} = { src => $src, form => $form };
+	my $file = "$run_dir/w$world_count.$step.dump";
+	my ($o, $e);
+	IPC::Run::run([ 'pg_dump', @{ $dump_args{$form} }, '-f', $file, '-d', $from->connstr(dbname($src)) ],
+		'>', \$o, '2>', \$e)
+	  or return { sqlstate => 'dump', message => "pg_dump failed: $e" };
+	my $err = sql($w, "$server/postgres", 'CREATE DATABASE ' . dbname($name));
+	return $err if $err;
+	# the forms without the extension: it first; data only: the schema first
+	if ($form =~ /^(schema_n|table_t|data_only)$/)
+	{
+		$err = sql($w, $name, 'CREATE EXTENSION flake');
+		return $err if $err;
+	}
+	if ($form eq 'data_only')
+	{
+		IPC::Run::run([ 'pg_dump', '-s', '-n', 'public', '-T', 'flake_*', '-d', $from->connstr(dbname($src)) ],
+			'|', [ 'psql', '-X', '-q', '-d', $to->connstr(dbname($name)) ], '>', \$o, '2>', \$e);
+	}
+	my @restore = $form eq 'fc' ? ('pg_restore', '-d', $to->connstr(dbname($name)), $file)
+	  : ('psql', '-X', '-q', '-d', $to->connstr(dbname($name)), '-f', $file);
+	IPC::Run::run(\@restore, '>', \$o, '2>', \$e);
+	push @{ $w->{log} }, "    restore: " . join(' | ', grep { /ERROR/ } split /\n/, $e) if $e =~ /ERROR/;
+	return undef;
+}
+
+# --- running a history
+sub run_history
+{
+	my ($label, @steps) = @_;
+	my $w = new_world($label);
+	my $m = new_model();
+	my $started = time();
+	foreach my $i (0 .. $#steps)
+	{
+		my $s = $steps[$i];
+		my $n = $i + 1;
+		my $o = $op{ $s->{op} };
+		my $text = step_text($s);
+		if (!$o->{pre}->($m, $s->{args}))
+		{
+			push @{ $w->{log} }, "$n. $text: skipped";
+			next;
+		}
+		print $say "  $n. $text ...\n" if $ENV{EXPLORE_VERBOSE};
+		my $err = $o->{run}->($w, $s->{args}, $n);
+		if (!$err)
+		{
+			my %a = %{ $s->{args} };
+			$o->{apply}->($m, \%a);
+			push @{ $w->{log} }, "$n. $text";
+			print $say "  $w->{log}[-1]\n" if $ENV{EXPLORE_VERBOSE};
+			next;
+		}
+		push @{ $w->{log} }, "$n. $text: refused ($err->{sqlstate}: $err->{message}"
+		  . ($err->{hint} ? "; HINT: $err->{hint})" : ')');
+		print $say "  $w->{log}[-1]\n" if $ENV{EXPLORE_VERBOSE};
+		# a refusal of flake: SQLSTATE and hint
+		finding($w, 'no hint', $n, "$text: $err->{message}")
+		  if ($err->{message} // '') =~ /flake/ && $err->{sqlstate} && $err->{sqlstate} =~ /^[0-9A-Z]{5}$/ && !$err->{hint};
+	}
+	final_checks($w, $m);
+	end_world($w);
+	$w->{seconds} = time() - $started;
+	return $w;
+}
+
+# two tables of one family in a database share no id
+sub final_checks
+{
+	my ($w, $m) = @_;
+	foreach my $db (sort keys %{ $m->{dbs} })
+	{
+		next unless $m->{dbs}{$db}{tables}{tf} && $m->{dbs}{$db}{tables}{tp};
+		my ($n) = query($w, $db, 'SELECT count(*) FROM tf JOIN tp USING (id)');
+		finding($w, 'repeat', undef, "$n flake ids in both $db.tf and $db.tp") if $n;
+	}
+}
+
+# --- shrinking: drop steps (halves, then quarters, ... then one at a
+# time) while the history still finds the same kind
+sub shrink
+{
+	my ($kind, $deadline, @steps) = @_;
+	my $chunk = int(@steps / 2) || 1;
+	while (time() < $deadline)
+	{
+		my $changed = 0;
+		for (my $at = 0; $at < @steps && time() < $deadline;)
+		{
+			my @try = @steps;
+			splice @try, $at, $chunk;
+			my $w = run_history('shrink', @try);
+			if (grep { $_->{kind} eq $kind } @{ $w->{findings} })
+			{
+				@steps = @try;
+				$changed = 1;
+				print $say "    shrunk to " . scalar(@steps) . " steps\n";
+			}
+			else
+			{
+				$at += $chunk;
+			}
+		}
+		last if $chunk == 1 && !$changed;
+		$chunk = int($chunk / 2) || 1 unless $changed;
+	}
+	return @steps;
+}
+
+sub report
+{
+	my ($what, $w, @steps) = @_;
+	print $say "  $_\n" foreach @{ $w->{log} };
+}
+
+# --- main
+$run_dir = $ENV{EXPLORE_DIR} // PostgreSQL::Test::Utils::tempdir('explore');
+my $out_dir = $ENV{EXPLORE_OUT} // "$run_dir/found";
+mkdir $out_dir;
+my $seconds = $ENV{EXPLORE_SECONDS} // 300;
+my $shrink_seconds = $ENV{EXPLORE_SHRINK_SECONDS} // 240;
+my $length = $ENV{EXPLORE_STEPS} // 24;
+my $end = time() + $seconds;
+my ($passed, $failed) = (0, 0);
+my @runs;
+
+if ($ENV{EXPLORE_HISTORY})
+{
+	foreach my $file (split ' ', $ENV{EXPLORE_HISTORY})
+	{
+		open my $fh, '<', $file or die "$file: $!";
+		push @runs, [ $file, map { parse_step($_) } grep { /\S/ && !/^#/ } <$fh> ];
+	}
+}
+my @seeds = split ' ', ($ENV{EXPLORE_SEED} // $ENV{EXPLORE_SEEDS} // '');
+push @runs, [ "seed $_", draw_history($_, $length) ] foreach @seeds;
+my $next_seed = (int(time()) % 1000000) * 100;
+
+# EXPLORE_PRINT=1: the histories of the seeds, not run
+if ($ENV{EXPLORE_PRINT})
+{
+	foreach my $run (@runs)
+	{
+		my ($label, @steps) = @$run;
+		print $say "# $label\n", map { step_text($_) . "\n" } @steps;
+	}
+	exit 0;
+}
+my $explore = !@runs || $ENV{EXPLORE_MORE};
+
+while (1)
+{
+	my $run = shift @runs;
+	if (!$run)
+	{
+		last unless $explore && time() < $end;
+		my $seed = $next_seed++;
+		$run = [ "seed $seed", draw_history($seed, $length) ];
+	}
+	my ($label, @steps) = @$run;
+	my $w = run_history($label, @steps);
+	my @kinds = do { my %k = map { $_->{kind} => 1 } @{ $w->{findings} }; sort keys %k };
+	if (!@kinds)
+	{
+		$passed++;
+		print $say sprintf("%s: nothing found (%d steps, %.0f s)\n", $label, scalar @steps, $w->{seconds});
+		next;
+	}
+	$failed++;
+	print $say sprintf("%s: FOUND %s (%.0f s after the start)\n", $label, join(', ', @kinds), time() - ($end - $seconds));
+	report($label, $w);
+	my @short = shrink($kinds[0], time() + $shrink_seconds, @steps);
+	my $sw = run_history("$label shrunk", @short);
+	(my $file = "$out_dir/$label.history") =~ s/ /-/g;
+	open my $fh, '>', $file or die "$file: $!";
+	print $fh "# $label: $kinds[0] (shrunk from " . scalar(@steps) . " steps)\n";
+	print $fh step_text($_), "\n" foreach @short;
+	close $fh;
+	print $say "$label: shortest history found (" . scalar(@short) . " steps; $file), replay: make explore EXPLORE_HISTORY=$file or EXPLORE_SEED=" . ($label =~ /(\d+)/)[0] . "\n";
+	report("$label shrunk", $sw);
+}
+
+print $say "$passed passed, $failed failed\n";
+exit($failed ? 1 : 0);
+
+# FlakeClock asks its node for a directory
+package ExploreClockDir;
+sub basedir { return $_[0]{dir} }
