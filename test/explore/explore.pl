@@ -20,7 +20,7 @@
 # Environment: EXPLORE_SEED=n (one history: replay it), EXPLORE_SEEDS="n m"
 # (these), EXPLORE_HISTORY=file (replay a history file), EXPLORE_SECONDS
 # (new seeds until then; default 300), EXPLORE_SHRINK_SECONDS (default
-# 240), EXPLORE_STEPS (a history's length, default 24), EXPLORE_OUT (where
+# 240), EXPLORE_STEPS (a history's length, default 36), EXPLORE_OUT (where
 # the failing histories are written).  Ends with "N passed, N failed".
 use strict;
 use warnings;
@@ -34,6 +34,8 @@ use Time::HiRes qw(time sleep);
 use FlakeClock;
 
 Test::More->builder->no_ending(1);
+# stopped: PostgreSQL::Test::Cluster's END stops the servers
+$SIG{TERM} = $SIG{INT} = sub { exit 1 };
 # a statement that waits on the stopped clock is cancelled: a stall
 $ENV{PGOPTIONS} = '-c statement_timeout=5s';
 # PostgreSQL::Test::Utils sends STDOUT and STDERR to its log: what the
@@ -98,6 +100,14 @@ sub published
 	return () unless $m->{pub};
 	return sort keys %{ $m->{dbs}{'blue/app'}{tables} } if $m->{pub}{all};
 	return sort keys %{ $m->{pub}{tables} };
+}
+
+# FOR ALL TABLES publishes the extension's own tables too: the subscriber
+# needs them (else CREATE SUBSCRIPTION fails on the schema)
+sub green_has_flake_tables
+{
+	my ($m) = @_;
+	return !$m->{pub}{all} || !$m->{dbs}{'blue/app'}{ext} || $m->{dbs}{'green/app'}{ext};
 }
 
 sub table_sql
@@ -260,6 +270,7 @@ my %op;
 			return 0 if !$m->{pub} || $m->{sub} || $m->{cutovers};
 			my @t = published($m);
 			return 0 if grep { !$m->{dbs}{'green/app'}{tables}{$_} } @t;
+			return 0 unless green_has_flake_tables($m);
 			return 0 if !$a->{copy_data} && grep { $m->{dbs}{'blue/app'}{tables}{$_}{rows} } @t;
 			return 1;
 		},
@@ -270,7 +281,7 @@ my %op;
 		},
 		run => sub {
 			my ($w, $a) = @_;
-			my $conn = $w->{node}{blue}->connstr('app');
+			my $conn = conninfo($w, 'blue');
 			return sql($w, 'green/app',
 				"CREATE SUBSCRIPTION sub CONNECTION '$conn' PUBLICATION pub WITH (copy_data = $a->{copy_data})")
 			  // synced($w, 'green/app');
@@ -288,6 +299,7 @@ my %op;
 			return 0 if !$m->{sub} || $m->{cutovers};
 			my @new = grep { !$m->{sub}{tables}{$_} } published($m);
 			return 0 if grep { !$m->{dbs}{'green/app'}{tables}{$_} } @new;
+			return 0 unless green_has_flake_tables($m);
 			return 0 if !$a->{copy_data} && grep { $m->{dbs}{'blue/app'}{tables}{$_}{rows} } @new;
 			return 1;
 		},
@@ -346,6 +358,8 @@ my %op;
 			my ($m, $a) = @_;
 			return 0 if !$m->{sub} || $m->{cutovers};
 			my $blue = $m->{dbs}{'blue/app'}{tables};
+			# an application that wrote
+			return 0 unless grep { $_->{rows} } values %$blue;
 			# green holds every row of blue: each table with rows is subscribed
 			return 0 if grep { $blue->{$_}{rows} && !$m->{sub}{tables}{$_} } keys %$blue;
 			return 0 if $a->{way_back} && grep { !$m->{dbs}{'blue/app'}{tables}{$_} } keys %{ $m->{dbs}{'green/app'}{tables} };
@@ -362,7 +376,7 @@ my %op;
 			my $err = caught_up($w, 'blue', 'sub') // lost_rows($w, 'blue/app', 'green/app', 'cutover')
 			  // sql($w, 'green/app', 'ALTER SUBSCRIPTION sub DISABLE');
 			return $err if $err || !$a->{way_back};
-			my $conn = $w->{node}{green}->connstr('app');
+			my $conn = conninfo($w, 'green');
 			return sql($w, 'green/app', 'CREATE PUBLICATION rpub FOR ALL TABLES')
 			  // sql($w, 'blue/app',
 				"CREATE SUBSCRIPTION rsub CONNECTION '$conn' PUBLICATION rpub WITH (copy_data = false)");
@@ -486,6 +500,15 @@ my %op;
 				ON CONFLICT DO NOTHING;
 				ALTER TABLE $a->{table} ENABLE TRIGGER ALL;");
 		},
+	},
+
+	# time passes: the one clock of both servers moves on (and stops again)
+	time_passes => {
+		weight => 2,
+		args   => sub { return map { { seconds => $_ } } (2, 5) },
+		pre    => sub { 1 },
+		apply  => sub { },
+		run    => sub { my ($w, $a) = @_; set_clock($w, $a->{seconds}); return undef },
 	},
 
 	restart => {
@@ -653,6 +676,14 @@ sub end_world
 		$node->stop('immediate', fail_ok => 1);
 		$node->clean_node;
 	}
+}
+
+# the connection string of a server's app database, for a subscription
+sub conninfo
+{
+	my ($w, $server) = @_;
+	my $node = $w->{node}{$server};
+	return 'host=' . $node->host . ' port=' . $node->port . ' dbname=app';
 }
 
 sub dbname { my ($db) = @_; return (split m{/}, $db)[1] }
@@ -865,9 +896,12 @@ sub run_history
 		push @{ $w->{log} }, "$n. $text: refused ($err->{sqlstate}: $err->{message}"
 		  . ($err->{hint} ? "; HINT: $err->{hint})" : ')');
 		print $say "  $w->{log}[-1]\n" if $ENV{EXPLORE_VERBOSE};
+		# a statement of the explorer's own that is wrong
+		finding($w, 'explorer', $n, "$text: $err->{message}")
+		  if ($err->{sqlstate} // '') =~ /^42601$/;
 		# a refusal of flake: SQLSTATE and hint
 		finding($w, 'no hint', $n, "$text: $err->{message}")
-		  if ($err->{message} // '') =~ /flake/ && $err->{sqlstate} && $err->{sqlstate} =~ /^[0-9A-Z]{5}$/ && !$err->{hint};
+		  if ($err->{message} // '') =~ /flake/ && ($err->{sqlstate} // '') =~ /^(?!42)[0-9A-Z]{5}$/ && !$err->{hint};
 	}
 	final_checks($w, $m);
 	end_world($w);
@@ -930,7 +964,7 @@ my $out_dir = $ENV{EXPLORE_OUT} // "$run_dir/found";
 mkdir $out_dir;
 my $seconds = $ENV{EXPLORE_SECONDS} // 300;
 my $shrink_seconds = $ENV{EXPLORE_SHRINK_SECONDS} // 240;
-my $length = $ENV{EXPLORE_STEPS} // 24;
+my $length = $ENV{EXPLORE_STEPS} // 36;
 my $end = time() + $seconds;
 my ($passed, $failed) = (0, 0);
 my @runs;
@@ -970,7 +1004,8 @@ while (1)
 	}
 	my ($label, @steps) = @$run;
 	my $w = run_history($label, @steps);
-	my @kinds = do { my %k = map { $_->{kind} => 1 } @{ $w->{findings} }; sort keys %k };
+	# the kinds found, a repeat first (the one shrunk)
+	my @kinds = do { my %k = map { $_->{kind} => 1 } @{ $w->{findings} }; sort { ($b eq 'repeat') <=> ($a eq 'repeat') || $a cmp $b } keys %k };
 	if (!@kinds)
 	{
 		$passed++;
@@ -980,14 +1015,20 @@ while (1)
 	$failed++;
 	print $say sprintf("%s: FOUND %s (%.0f s after the start)\n", $label, join(', ', @kinds), time() - ($end - $seconds));
 	report($label, $w);
+	# the steps after the first finding of the kind shrunk go first
+	my @first = grep { $_->{kind} eq $kinds[0] && $_->{step} } @{ $w->{findings} };
+	splice @steps, $first[0]{step} if @first;
 	my @short = shrink($kinds[0], time() + $shrink_seconds, @steps);
 	my $sw = run_history("$label shrunk", @short);
-	(my $file = "$out_dir/$label.history") =~ s/ /-/g;
+	(my $name = $label) =~ s{^.*/|\.history$}{}g;
+	$name =~ s/\W+/-/g;
+	my $file = "$out_dir/$name.history";
 	open my $fh, '>', $file or die "$file: $!";
 	print $fh "# $label: $kinds[0] (shrunk from " . scalar(@steps) . " steps)\n";
 	print $fh step_text($_), "\n" foreach @short;
 	close $fh;
-	print $say "$label: shortest history found (" . scalar(@short) . " steps; $file), replay: make explore EXPLORE_HISTORY=$file or EXPLORE_SEED=" . ($label =~ /(\d+)/)[0] . "\n";
+	print $say "$label: shortest history found (" . scalar(@short) . " steps; $file), replay: make explore EXPLORE_HISTORY=$file"
+	  . ($label =~ /^seed (\d+)/ ? " or EXPLORE_SEED=$1" : '') . "\n";
 	report("$label shrunk", $sw);
 }
 
