@@ -32,6 +32,7 @@ use Test::More;
 use POSIX qw(strftime);
 use Time::HiRes qw(time sleep);
 use FlakeClock;
+use PostgreSQL::Test::RecursiveCopy;
 
 Test::More->builder->no_ending(1);
 # stopped: PostgreSQL::Test::Cluster's END stops the servers
@@ -103,11 +104,18 @@ sub published
 }
 
 # FOR ALL TABLES publishes the extension's own tables too: the subscriber
-# needs them (else CREATE SUBSCRIPTION fails on the schema)
+# needs them, at the version of the publisher (else CREATE SUBSCRIPTION
+# fails on a schema or table PostgreSQL does not find)
 sub green_has_flake_tables
 {
 	my ($m) = @_;
-	return !$m->{pub}{all} || !$m->{dbs}{'blue/app'}{ext} || $m->{dbs}{'green/app'}{ext};
+	return !$m->{pub}{all} || same_extension($m);
+}
+
+sub same_extension
+{
+	my ($m) = @_;
+	return ($m->{dbs}{'blue/app'}{ext} || 0) eq ($m->{dbs}{'green/app'}{ext} || 0);
 }
 
 sub table_sql
@@ -133,15 +141,43 @@ sub table_sql
 my %op;
 
 %op = (
+	# the extension at the current version, or at 1.3 (a server not yet
+	# updated), then update_extension
 	create_extension => {
 		weight => 3,
 		args   => sub {
 			my ($m) = @_;
-			return map { { db => $_ } } grep { !$m->{dbs}{$_}{ext} } qw(blue/app green/app);
+			return grep { $op{create_extension}{pre}->($m, $_) }
+			  map { my $db = $_; map { { db => $db, version => $_ } } ('current', '1.3') } qw(blue/app green/app);
 		},
-		pre   => sub { my ($m, $a) = @_; return !$m->{dbs}{ $a->{db} }{ext} },
-		apply => sub { my ($m, $a) = @_; $m->{dbs}{ $a->{db} }{ext} = 1 },
-		run   => sub { my ($w, $a) = @_; return sql($w, $a->{db}, 'CREATE EXTENSION flake') },
+		pre => sub {
+			my ($m, $a) = @_;
+			return 0 if $m->{dbs}{ $a->{db} }{ext};
+			# blue's new tables published to a subscriber that has them
+			return 1 unless $a->{db} eq 'blue/app' && $m->{sub} && $m->{pub}{all};
+			return ($m->{dbs}{'green/app'}{ext} || '') eq ($a->{version} // 'current');
+		},
+		apply => sub { my ($m, $a) = @_; $m->{dbs}{ $a->{db} }{ext} = $a->{version} // 'current' },
+		run   => sub {
+			my ($w, $a) = @_;
+			my $version = $a->{version} // 'current';
+			return sql($w, $a->{db}, 'CREATE EXTENSION flake' . ($version eq 'current' ? '' : " VERSION '$version'"));
+		},
+	},
+
+	update_extension => {
+		weight => 2,
+		args   => sub {
+			my ($m) = @_;
+			return grep { $op{update_extension}{pre}->($m, $_) } map { { db => $_ } } qw(blue/app green/app);
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			return 0 unless ($m->{dbs}{ $a->{db} }{ext} // 0) eq '1.3';
+			return !($a->{db} eq 'blue/app' && $m->{sub} && $m->{pub}{all}) || $m->{dbs}{'green/app'}{ext} eq 'current';
+		},
+		apply => sub { my ($m, $a) = @_; $m->{dbs}{ $a->{db} }{ext} = 'current' },
+		run   => sub { my ($w, $a) = @_; return sql($w, $a->{db}, 'ALTER EXTENSION flake UPDATE') },
 	},
 
 	# a table, with its flake default or without (the default set later)
@@ -362,7 +398,8 @@ my %op;
 			return 0 unless grep { $_->{rows} } values %$blue;
 			# green holds every row of blue: each table with rows is subscribed
 			return 0 if grep { $blue->{$_}{rows} && !$m->{sub}{tables}{$_} } keys %$blue;
-			return 0 if $a->{way_back} && grep { !$m->{dbs}{'blue/app'}{tables}{$_} } keys %{ $m->{dbs}{'green/app'}{tables} };
+			return 0 if $a->{way_back} && (!same_extension($m)
+				|| grep { !$m->{dbs}{'blue/app'}{tables}{$_} } keys %{ $m->{dbs}{'green/app'}{tables} });
 			return 1;
 		},
 		apply => sub {
@@ -424,7 +461,7 @@ my %op;
 			my $d = $m->{dbs}{ $a->{src} };
 			$m->{dbs}{$name} = {
 				server   => $a->{to},
-				ext      => 1,
+				ext      => 'current',
 				restored => $a,
 				tables   => { map { $_ => { %{ $d->{tables}{$_} } } } keys %{ $d->{tables} } },
 			};
@@ -641,14 +678,7 @@ sub new_world
 	set_clock(\%w, 0);
 	foreach my $server (qw(blue green))
 	{
-		my $node = PostgreSQL::Test::Cluster->new("${server}_$world_count");
-		$node->init(allows_streaming => 'logical');
-		$node->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
-flake.randflake_secret = '$secret'
-max_prepared_transactions = 10
-restart_after_crash = on
-log_min_messages = warning
-});
+		my $node = fresh_node("${server}_$world_count");
 		$node->start;
 		$node->safe_psql('postgres', 'CREATE DATABASE app');
 		$w{node}{$server} = $node;
@@ -656,6 +686,59 @@ log_min_messages = warning
 		$w{server_of}{"$server/postgres"} = $server;
 	}
 	return \%w;
+}
+
+# A new server: a copy of a template made by initdb once, given a system
+# identifier of its own (flake tells servers apart by it): written into
+# pg_control with its CRC, then pg_resetwal writes the WAL anew with it.
+# Much faster than initdb on a busy machine.
+my ($template, $crc_at, $sysids);
+
+sub fresh_node
+{
+	my ($name) = @_;
+	if (!$template)
+	{
+		$template = PostgreSQL::Test::Cluster->new('template');
+		$template->init(allows_streaming => 'logical');
+		$template->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
+flake.randflake_secret = '$secret'
+max_prepared_transactions = 10
+restart_after_crash = on
+log_min_messages = warning
+});
+		PostgreSQL::Test::RecursiveCopy::copypath($template->data_dir, $template->backup_dir . '/base');
+		# where pg_control keeps its CRC: after the bytes it is the CRC of
+		my $control = slurp_file($template->data_dir . '/global/pg_control');
+		($crc_at) = grep { crc32c(substr($control, 0, $_)) == unpack('V', substr($control, $_, 4)) }
+		  map { $_ * 4 } 2 .. 256;
+		die "the CRC of pg_control not found" unless $crc_at;
+	}
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init_from_backup($template, 'base');
+	my $file = $node->data_dir . '/global/pg_control';
+	my $control = slurp_file($file);
+	substr($control, 0, 8) = pack('Q<', (int(time()) << 32) | ($$ << 12 & 0xfffff000) | (++$sysids & 0xfff));
+	substr($control, $crc_at, 4) = pack('V', crc32c(substr($control, 0, $crc_at)));
+	open my $fh, '>', $file or die "$file: $!";
+	binmode $fh;
+	print $fh $control;
+	close $fh or die "$file: $!";
+	PostgreSQL::Test::Utils::system_or_bail('pg_resetwal', '-f', '-D', $node->data_dir);
+	return $node;
+}
+
+# CRC-32C, as pg_control's
+sub crc32c
+{
+	my ($data) = @_;
+	my $crc = 0xFFFFFFFF;
+	foreach my $byte (unpack('C*', $data))
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
 }
 
 # the stopped clock, moved on by seconds.  A restart moves it on by 2 s:
