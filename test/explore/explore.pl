@@ -394,8 +394,9 @@ my %op;
 			my ($m, $a) = @_;
 			return 0 if !$m->{sub} || $m->{cutovers};
 			my $blue = $m->{dbs}{'blue/app'}{tables};
-			# an application that wrote
+			# an application that wrote, and has no transaction prepared
 			return 0 unless grep { $_->{rows} } values %$blue;
+			return 0 if $m->{dbs}{'blue/app'}{prepared};
 			# green holds every row of blue: each table with rows is subscribed
 			return 0 if grep { $blue->{$_}{rows} && !$m->{sub}{tables}{$_} } keys %$blue;
 			return 0 if $a->{way_back} && (!same_extension($m)
@@ -539,6 +540,77 @@ my %op;
 		},
 	},
 
+	# rows of a transaction prepared (two-phase commit), committed later
+	write_prepared => {
+		weight => 2,
+		args   => sub {
+			my ($m) = @_;
+			return grep { $op{write_prepared}{pre}->($m, $_) } map { { db => $_, table => 'tf' } } qw(blue/app green/app);
+		},
+		pre => sub {
+			my ($m, $a) = @_;
+			return $op{write}{pre}->($m, $a) && !$m->{dbs}{ $a->{db} }{prepared};
+		},
+		apply => sub { my ($m, $a) = @_; $m->{dbs}{ $a->{db} }{prepared} = 1 },
+		run   => sub {
+			my ($w, $a, $step) = @_;
+			my $gid = 'p' . dbname($a->{db}) . $step;
+			$w->{prepared}{ $a->{db} } = $gid;
+			return sql($w, $a->{db}, qq{BEGIN;
+				INSERT INTO $a->{table} (tag) SELECT '$a->{db}:$step:' || g FROM generate_series(1, 10) g;
+				PREPARE TRANSACTION '$gid';});
+		},
+	},
+
+	commit_prepared => {
+		weight => 2,
+		args   => sub {
+			my ($m) = @_;
+			return map { { db => $_ } } grep { $m->{dbs}{$_}{prepared} } qw(blue/app green/app);
+		},
+		pre   => sub { my ($m, $a) = @_; return $m->{dbs}{ $a->{db} }{prepared} },
+		apply => sub { my ($m, $a) = @_; delete $m->{dbs}{ $a->{db} }{prepared} },
+		run   => sub {
+			my ($w, $a) = @_;
+			return sql($w, $a->{db}, "COMMIT PREPARED '$w->{prepared}{ $a->{db} }'");
+		},
+	},
+
+	# a poller as docs/consumers.md says: the horizon first, then the rows
+	# below it above the last one read
+	poll => {
+		weight => 3,
+		args   => sub {
+			my ($m) = @_;
+			return $op{poll}{pre}->($m, { db => 'blue/app' }) ? ({ db => 'blue/app' }) : ();
+		},
+		# blue's own rows, while it takes the writes (rows that arrive by
+		# replication are outside the horizon: docs/consumers.md)
+		pre => sub {
+			my ($m, $a) = @_;
+			my $d = $m->{dbs}{ $a->{db} };
+			return $a->{db} eq 'blue/app' && !$m->{cutovers} && $d->{tables}{tf} && ($d->{ext} // '') eq 'current';
+		},
+		apply => sub { },
+		run   => \&poll,
+	},
+
+	# max_prepared_transactions lowered across a restart (still above the
+	# transactions prepared)
+	lower_max_prepared => {
+		weight => 1,
+		args   => sub { my ($m) = @_; return map { { server => $_ } } grep { !$m->{lowered}{$_} } qw(blue green) },
+		pre    => sub { my ($m, $a) = @_; return !$m->{lowered}{ $a->{server} } },
+		apply  => sub { my ($m, $a) = @_; $m->{lowered}{ $a->{server} } = 1 },
+		run    => sub {
+			my ($w, $a) = @_;
+			my $node = $w->{node}{ $a->{server} };
+			$node->append_conf('postgresql.conf', "max_prepared_transactions = 5\n");
+			$node->stop('fast');
+			return start($w, $a->{server});
+		},
+	},
+
 	# time passes: the one clock of both servers moves on (and stops again)
 	time_passes => {
 		weight => 2,
@@ -600,6 +672,22 @@ my %op;
 		},
 	},
 );
+
+# a poll: the ids read, each once, none missed below the horizon
+sub poll
+{
+	my ($w, $a) = @_;
+	my $p = $w->{poller}{ $a->{db} } //= { position => 0, read => {} };
+	my ($horizon, $err) = query($w, $a->{db}, 'SELECT flake_horizon()');
+	return $err if $err;
+	my ($ids) = query($w, $a->{db}, "SELECT string_agg(id::text, ' ') FROM tf WHERE id > $p->{position} AND id < $horizon AND tag LIKE '$a->{db}:%'");
+	foreach my $id (split ' ', $ids // '')
+	{
+		finding($w, 'poller', undef, "$a->{db}: id $id read twice") if $p->{read}{$id}++;
+	}
+	$p->{position} = $horizon if $horizon > $p->{position};
+	return undef;
+}
 
 # rows of one table that reach another database (replication), in the model
 sub copy_rows
@@ -979,6 +1067,8 @@ sub run_history
 		push @{ $w->{log} }, "$n. $text: refused ($err->{sqlstate}: $err->{message}"
 		  . ($err->{hint} ? "; HINT: $err->{hint})" : ')');
 		print $say "  $w->{log}[-1]\n" if $ENV{EXPLORE_VERBOSE};
+		# an id the database holds already, given again (no ON CONFLICT)
+		finding($w, 'repeat', $n, "$text: $err->{message}") if ($err->{sqlstate} // '') eq '23505';
 		# a statement of the explorer's own that is wrong
 		finding($w, 'explorer', $n, "$text: $err->{message}")
 		  if ($err->{sqlstate} // '') =~ /^42601$/;
@@ -992,10 +1082,18 @@ sub run_history
 	return $w;
 }
 
-# two tables of one family in a database share no id
+# two tables of one family in a database share no id; the pollers missed
+# no row below their last horizon
 sub final_checks
 {
 	my ($w, $m) = @_;
+	foreach my $db (sort keys %{ $w->{poller} })
+	{
+		my $p = $w->{poller}{$db};
+		my ($ids) = query($w, $db, "SELECT string_agg(id::text, ' ') FROM tf WHERE id > 0 AND id < $p->{position} AND tag LIKE '$db:%'");
+		my @missed = grep { !$p->{read}{$_} } split ' ', $ids // '';
+		finding($w, 'poller', undef, scalar(@missed) . " rows of $db.tf below the horizon never read") if @missed;
+	}
 	foreach my $db (sort keys %{ $m->{dbs} })
 	{
 		next unless $m->{dbs}{$db}{tables}{tf} && $m->{dbs}{$db}{tables}{tp};
@@ -1087,6 +1185,12 @@ while (1)
 	}
 	my ($label, @steps) = @$run;
 	my $w = run_history($label, @steps);
+	# every history with its outcomes, in the log of the run
+	if (open my $log, '>>', "$out_dir/explore.log")
+	{
+		print $log "$label\n", map { "  $_\n" } @{ $w->{log} };
+		close $log;
+	}
 	# the kinds found, a repeat first (the one shrunk)
 	my @kinds = do { my %k = map { $_->{kind} => 1 } @{ $w->{findings} }; sort { ($b eq 'repeat') <=> ($a eq 'repeat') || $a cmp $b } keys %k };
 	if (!@kinds)
