@@ -13,8 +13,11 @@
 #   repeat     an id issued twice in a database (a write lost rows to its
 #              primary key, or two tables of one family share an id)
 #   lost       a committed row missing where the history says it must be
+#   poller     a poller following docs/consumers.md missed a committed
+#              row below its horizon, or read one twice
 #   no hint    a refusal (an error of flake) without SQLSTATE or HINT
 #   no start   a server that does not start after a step
+#   explorer   a statement of the explorer's own that is wrong (a bug here)
 # A refusal with its SQLSTATE and hint is a correct outcome; a repeat never.
 #
 # Environment: EXPLORE_SEED=n (one history: replay it), EXPLORE_SEEDS="n m"
@@ -611,13 +614,22 @@ my %op;
 		},
 	},
 
-	# time passes: the one clock of both servers moves on (and stops again)
+	# time passes: both servers' clocks move on (and stop again)
 	time_passes => {
 		weight => 2,
 		args   => sub { return map { { seconds => $_ } } (2, 5) },
 		pre    => sub { 1 },
 		apply  => sub { },
 		run    => sub { my ($w, $a) = @_; set_clock($w, $a->{seconds}); return undef },
+	},
+
+	# green's clock behind blue's (the ordinary case), or level with it
+	green_clock_behind => {
+		weight => 2,
+		args   => sub { my ($m) = @_; return map { { seconds => $_ } } grep { $_ != ($m->{lag} // 0) } (0, 2, 5, 10) },
+		pre    => sub { 1 },
+		apply  => sub { my ($m, $a) = @_; $m->{lag} = $a->{seconds} },
+		run    => sub { my ($w, $a) = @_; $w->{lag} = $a->{seconds}; set_clock($w, 0); return undef },
 	},
 
 	restart => {
@@ -757,16 +769,22 @@ sub new_world
 	my ($tag) = @_;
 	my %w = (tag => $tag, restores => 0, findings => [], log => []);
 	$world_count++;
-	my $clock_holder = bless { dir => "$run_dir/w$world_count" }, 'ExploreClockDir';
-	mkdir $clock_holder->{dir};
-	$w{clock} = FlakeClock->new($clock_holder);
-	# a clock stopped at one second for both servers: ids made at one time
+	mkdir "$run_dir/w$world_count";
+	# a clock of each server, stopped at one second: ids made at one time
 	# on two servers meet, unless flake keeps them apart
+	foreach my $server (qw(blue green))
+	{
+		my $holder = bless { dir => "$run_dir/w$world_count/$server" }, 'ExploreClockDir';
+		mkdir $holder->{dir};
+		$w{clock}{$server} = FlakeClock->new($holder);
+	}
 	$w{now} = int(time());
+	$w{lag} = 0;
 	set_clock(\%w, 0);
 	foreach my $server (qw(blue green))
 	{
 		my $node = fresh_node("${server}_$world_count");
+		$ENV{FAKETIME_TIMESTAMP_FILE} = $w{clock}{$server}{file};
 		$node->start;
 		$node->safe_psql('postgres', 'CREATE DATABASE app');
 		$w{node}{$server} = $node;
@@ -829,14 +847,16 @@ sub crc32c
 	return $crc ^ 0xFFFFFFFF;
 }
 
-# the stopped clock, moved on by seconds.  A restart moves it on by 2 s:
-# flake waits for its clock to pass the ids issued before a restart (a
-# stopped clock would never), and borrows at most flake.max_borrow (1 s).
+# The stopped clocks, moved on by seconds: blue's, and green's behind it
+# by the lag.  A restart moves them on by 2 s: flake waits for its clock
+# to pass the ids issued before a restart (a stopped clock would never),
+# and borrows at most flake.max_borrow (1 s).
 sub set_clock
 {
 	my ($w, $seconds) = @_;
 	$w->{now} += $seconds;
-	$w->{clock}->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($w->{now})));
+	$w->{clock}{blue}->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($w->{now})));
+	$w->{clock}{green}->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($w->{now} - $w->{lag})));
 }
 
 sub end_world
@@ -923,7 +943,7 @@ sub start
 	my ($w, $server) = @_;
 	my $node = $w->{node}{$server};
 	set_clock($w, 2);
-	# after a kill -9, until the old backends are gone
+	$ENV{FAKETIME_TIMESTAMP_FILE} = $w->{clock}{$server}{file};
 	return undef if $node->start(fail_ok => 1);
 	finding($w, 'no start', undef, "$server did not start:\n" . slurp_tail($node->logfile));
 	return { sqlstate => 'start', message => 'the server did not start' };
