@@ -307,6 +307,8 @@ my %op;
 		pre => sub {
 			my ($m, $a) = @_;
 			return 0 if !$m->{pub} || $m->{sub} || $m->{cutovers};
+			# a slot waits for blue's prepared transactions to end
+			return 0 if $m->{dbs}{'blue/app'}{prepared};
 			my @t = published($m);
 			return 0 if grep { !$m->{dbs}{'green/app'}{tables}{$_} } @t;
 			return 0 unless green_has_flake_tables($m);
@@ -335,7 +337,7 @@ my %op;
 		},
 		pre => sub {
 			my ($m, $a) = @_;
-			return 0 if !$m->{sub} || $m->{cutovers};
+			return 0 if !$m->{sub} || $m->{cutovers} || $m->{dbs}{'blue/app'}{prepared};
 			my @new = grep { !$m->{sub}{tables}{$_} } published($m);
 			return 0 if grep { !$m->{dbs}{'green/app'}{tables}{$_} } @new;
 			return 0 unless green_has_flake_tables($m);
@@ -911,7 +913,7 @@ sub write_rows
 	# waiting on the stopped clock (ids ahead of it): time passes
 	if ($err && $err->{sqlstate} eq '57014')
 	{
-		set_clock($w, 2);
+		set_clock($w, 2 + $w->{lag});
 		($out, $err) = insert_rows($w, $a, $step);
 	}
 	return $err if $err;
@@ -975,7 +977,7 @@ sub synced
 {
 	my ($w, $db) = @_;
 	my $node = $w->{node}{ $w->{server_of}{$db} };
-	for (1 .. 300)
+	for (1 .. 200)
 	{
 		my ($n) = query($w, $db, "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')");
 		return undef if defined $n && $n == 0;
