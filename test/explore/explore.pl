@@ -106,6 +106,14 @@ sub published
 	return sort keys %{ $m->{pub}{tables} };
 }
 
+# blue's tables that green lacks (a ulidflake column needs the extension)
+sub missing_on_green
+{
+	my ($m) = @_;
+	my $green = $m->{dbs}{'green/app'};
+	return grep { !$green->{tables}{$_} && ($_ ne 'tu' || $green->{ext}) } sort keys %{ $m->{dbs}{'blue/app'}{tables} };
+}
+
 # FOR ALL TABLES publishes the extension's own tables too: the subscriber
 # needs them, at the version of the publisher (else CREATE SUBSCRIPTION
 # fails on a schema or table PostgreSQL does not find)
@@ -147,6 +155,7 @@ my %op;
 	# the extension at the current version, or at 1.3 (a server not yet
 	# updated), then update_extension
 	create_extension => {
+		core   => 1,
 		weight => 3,
 		args   => sub {
 			my ($m) = @_;
@@ -185,6 +194,7 @@ my %op;
 
 	# a table, with its flake default or without (the default set later)
 	create_table => {
+		core   => 1,
 		weight => 4,
 		args   => sub {
 			my ($m) = @_;
@@ -222,7 +232,31 @@ my %op;
 		run => sub { my ($w, $a) = @_; return sql($w, $a->{db}, table_sql($a->{table}, $a->{default})) },
 	},
 
+	# blue's schema on green, as pg_dump -s gives it: blue's tables green
+	# lacks, with their default where green has the extension
+	schema_to_green => {
+		core   => 1,
+		weight => 3,
+		args   => sub { my ($m) = @_; return $op{schema_to_green}{pre}->($m, {}) ? ({}) : () },
+		pre    => sub { my ($m) = @_; return !$m->{cutovers} && missing_on_green($m) },
+		apply  => sub {
+			my ($m) = @_;
+			foreach my $t (missing_on_green($m))
+			{
+				$m->{dbs}{'green/app'}{tables}{$t} = { rows => 0,
+					default => $m->{dbs}{'blue/app'}{tables}{$t}{default} && $m->{dbs}{'green/app'}{ext} ? 1 : 0 };
+			}
+		},
+		run => sub {
+			my ($w, $a, $step, $m) = @_;
+			my $green_ext = $m->{dbs}{'green/app'}{ext};
+			return sql($w, 'green/app', join ";\n",
+				map { table_sql($_, $m->{dbs}{'blue/app'}{tables}{$_}{default} && $green_ext) } missing_on_green($m));
+		},
+	},
+
 	set_default => {
+		core   => 1,
 		weight => 4,
 		args   => sub {
 			my ($m) = @_;
@@ -249,7 +283,8 @@ my %op;
 
 	# blue's publication: FOR ALL TABLES or FOR TABLE (then add_to_publication)
 	publish => {
-		weight => 3,
+		core   => 1,
+		weight => 4,
 		args   => sub {
 			my ($m) = @_;
 			return () if $m->{pub};
@@ -299,7 +334,8 @@ my %op;
 	# copy_data off only while blue's tables are empty (else green lacks
 	# rows: an operator's error, not flake's)
 	subscribe => {
-		weight => 3,
+		core   => 1,
+		weight => 5,
 		args   => sub {
 			my ($m) = @_;
 			return grep { $op{subscribe}{pre}->($m, $_) } map { { copy_data => $_ } } (0, 1);
@@ -330,7 +366,8 @@ my %op;
 	},
 
 	refresh_publication => {
-		weight => 3,
+		core   => 1,
+		weight => 4,
 		args   => sub {
 			my ($m) = @_;
 			return grep { $op{refresh_publication}{pre}->($m, $_) } map { { copy_data => $_ } } (0, 1);
@@ -360,6 +397,7 @@ my %op;
 	# rows with the table's default (ON CONFLICT DO NOTHING: an id issued
 	# again shows as a row missing)
 	write => {
+		core   => 1,
 		weight => 10,
 		args   => sub {
 			my ($m) = @_;
@@ -390,7 +428,8 @@ my %op;
 	# is disabled, green takes the writes; blue may follow green back
 	# (for a rollback)
 	cutover => {
-		weight => 3,
+		core   => 1,
+		weight => 8,
 		args   => sub {
 			my ($m) = @_;
 			return grep { $op{cutover}{pre}->($m, $_) } map { { way_back => $_ } } (0, 1);
@@ -721,9 +760,12 @@ sub draw_history
 	rng_seed($seed);
 	my $m = new_model();
 	my @steps;
+	# swarm testing: each history draws from a part of the operations
+	# (the steps of every order stay), so that it goes deeper into them
+	my @ops = grep { $op{$_}{core} || rnd(2) } sort keys %op;
 	while (@steps < $length)
 	{
-		my @choices = map { my $name = $_; map { [ $name, $_ ] } $op{$name}{args}->($m) } sort keys %op;
+		my @choices = map { my $name = $_; map { [ $name, $_ ] } $op{$name}{args}->($m) } @ops;
 		last unless @choices;
 		my $total = 0;
 		$total += $op{ $_->[0] }{weight} / count_of($_->[0], \@choices) foreach @choices;
@@ -1077,7 +1119,7 @@ sub run_history
 			next;
 		}
 		print $say "  $n. $text ...\n" if $ENV{EXPLORE_VERBOSE};
-		my $err = $o->{run}->($w, $s->{args}, $n);
+		my $err = $o->{run}->($w, $s->{args}, $n, $m);
 		if (!$err)
 		{
 			my %a = %{ $s->{args} };
