@@ -726,7 +726,9 @@ my %op;
 	},
 );
 
-# a poll: the ids read, each once, none missed below the horizon
+# a poll as docs/consumers.md says: the horizon H, then the rows above the
+# largest id read and below H; each read once, none missed below the
+# largest id read
 sub poll
 {
 	my ($w, $a) = @_;
@@ -737,8 +739,9 @@ sub poll
 	foreach my $id (split ' ', $ids // '')
 	{
 		finding($w, 'poller', undef, "$a->{db}: id $id read twice") if $p->{read}{$id}++;
+		# the largest id read: the next poll reads above it
+		$p->{position} = $id if $id > $p->{position};
 	}
-	$p->{position} = $horizon if $horizon > $p->{position};
 	return undef;
 }
 
@@ -1147,14 +1150,14 @@ sub run_history
 }
 
 # two tables of one family in a database share no id; the pollers missed
-# no row below their last horizon
+# no row below the largest id they read
 sub final_checks
 {
 	my ($w, $m) = @_;
 	foreach my $db (sort keys %{ $w->{poller} })
 	{
 		my $p = $w->{poller}{$db};
-		my ($ids) = query($w, $db, "SELECT string_agg(id::text, ' ') FROM tf WHERE id > 0 AND id < $p->{position} AND tag LIKE '$db:%'");
+		my ($ids) = query($w, $db, "SELECT string_agg(id::text, ' ') FROM tf WHERE id > 0 AND id <= $p->{position} AND tag LIKE '$db:%'");
 		my @missed = grep { !$p->{read}{$_} } split ' ', $ids // '';
 		finding($w, 'poller', undef, scalar(@missed) . " rows of $db.tf below the horizon never read") if @missed;
 	}
