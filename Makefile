@@ -62,7 +62,7 @@ ISOLATION_OPTS = --inputdir=$(FLAKE_SRC)/test --encoding=UTF8 --no-locale
 PROVE_TESTS = test/t/*.pl
 # the tests read test/data (the vectors) from the current directory
 REGRESS_PREP = $(CURDIR)/test/data
-EXTRA_CLEAN = tmp_check tmp_check_regress tmp_check_isolation results output_iso regression.* \
+EXTRA_CLEAN = tmp_check tmp_check_regress tmp_check_isolation results output_iso regression.* sql-edition \
 	test/unit/*.bin .flake-build-flags
 
 # PGXS, from pg_config.  Without one (a fresh machine) only the targets

@@ -52,6 +52,13 @@ SELECT bench.add_generator('instagram_id()', scale => 0.1);
 SELECT bench.add_generator('flake_next()', target => 1.25,
 						   versus => '{nextval(), instagram_id()}');
 SELECT bench.add_generator('flake_next(7)');
+-- The SQL edition's flake_next() (bench/run installs its plain script into
+-- the schema flake_sql): PL/pgSQL, as instagram_id() is, with what that
+-- lacks (no repeats across sessions, clock steps and crashes).
+SELECT bench.add_generator('flake_sql.flake_next()', label => 'flake_next(), SQL edition', scale => 0.1,
+						   versus => '{flake_next()}');
+SELECT bench.add_ratio('flake_next(), SQL edition / instagram_id()', 'flake_next(), SQL edition',
+					   'instagram_id()', 1.0, 'net');
 
 -- Ulid-Flake ids, against UUIDs.
 SELECT bench.add_generator('gen_random_uuid()', scale => 0.2);
@@ -107,6 +114,8 @@ SELECT bench.add_tps_ratio('SELECT 1', 'nextval()');
 SELECT bench.add_bulk('bigserial', 'bigserial');
 SELECT bench.add_bulk('identity', 'bigint GENERATED ALWAYS AS IDENTITY');
 SELECT bench.add_bulk('flake_next()', 'bigint DEFAULT flake_next()');
+SELECT bench.add_bulk('flake_next(), SQL edition', 'bigint DEFAULT flake_sql.flake_next()');
+SELECT bench.add_bulk('instagram_id()', 'bigint DEFAULT instagram_id()');
 SELECT bench.add_bulk('ulidflake_next()', 'ulidflake DEFAULT ulidflake_next()');
 SELECT bench.add_bulk('randflake_next()', 'bigint DEFAULT randflake_next()');
 SELECT bench.add_bulk('gen_random_uuid()', 'uuid DEFAULT gen_random_uuid()');

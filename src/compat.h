@@ -113,6 +113,22 @@
 #endif
 
 /*
+ * A logical replication connection to a publisher: PostgreSQL 16 adds
+ * whether a password must be used, 17 whether it is a replication
+ * connection.  Callers include replication/walreceiver.h.
+ */
+#if PG_VERSION_NUM >= 170000
+#define flake_walrcv_connect(conninfo, must_use_password, appname, err) \
+	walrcv_connect(conninfo, true, true, must_use_password, appname, err)
+#elif PG_VERSION_NUM >= 160000
+#define flake_walrcv_connect(conninfo, must_use_password, appname, err) \
+	walrcv_connect(conninfo, true, must_use_password, appname, err)
+#else
+#define flake_walrcv_connect(conninfo, must_use_password, appname, err) \
+	walrcv_connect(conninfo, true, appname, err)
+#endif
+
+/*
  * post_parse_analyze_hook: PostgreSQL 19 passes the jumble state const.
  */
 #if PG_VERSION_NUM >= 190000

@@ -17,6 +17,7 @@
 #include "horizon.h"
 #include "logfilter.h"
 #include "origin.h"
+#include "publisher.h"
 #include "randflake.h"
 #include "receive.h"
 #include "serial_default.h"
@@ -69,7 +70,9 @@ is_flake_extension_stmt(Node *stmt)
  * follows the session's prepared statements around each statement, and
  * the tables a subscription replicates into get the trigger that raises
  * the marks above the ids arriving (receive.c), also those subscribed
- * before flake was installed or updated.
+ * before flake was installed or updated; a table that comes to hold ids
+ * flake has not read (ALTER TABLE, COPY FROM) is read; CREATE SUBSCRIPTION
+ * tells where the publisher runs an older flake (publisher.c).
  */
 static void
 flake_process_utility(PlannedStmt *pstmt, const char *queryString,
@@ -90,9 +93,15 @@ flake_process_utility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 	flake_log_filter_after_utility(stmt);
+	if (IsA(stmt, CreateSubscriptionStmt))
+		flake_receive_check_publisher((CreateSubscriptionStmt *) stmt);
 	if (IsA(stmt, CreateSubscriptionStmt) || IsA(stmt, AlterSubscriptionStmt) ||
 		is_flake_extension_stmt(stmt))
 		flake_receive_subscribed_tables();
+	else if (IsA(stmt, AlterTableStmt))
+		flake_receive_altered_table((AlterTableStmt *) stmt);
+	else if (IsA(stmt, CopyStmt))
+		flake_receive_copied_table((CopyStmt *) stmt);
 }
 
 void
@@ -107,6 +116,7 @@ _PG_init(void)
 	snowflake_check_settings();
 
 	flake_log_filter_init();
+	flake_receive_init();
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = flake_process_utility;
 

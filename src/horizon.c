@@ -19,6 +19,11 @@
  * into the file flake.prepared (written and synced before the PREPARE
  * record, so a prepared transaction that issued ids is in the file after a
  * restart).  An entry goes when its transaction is no longer in progress.
+ * Where the file cannot tell every prepared transaction's times (damaged,
+ * unreadable, more entries than max_prepared_transactions now allows, or
+ * a standby's or restored backup's copy, which WAL does not carry), every
+ * transaction prepared at the first horizon after the start holds the
+ * horizon at its lowest until it ends: its ids are unknown.
  *
  * The families compute the horizon (snowflake.c, ulidflake.c): they raise
  * their state to the clock, so that every id taken later lies above it,
@@ -28,12 +33,16 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "access/transam.h"
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "postmaster/postmaster.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
@@ -53,6 +62,15 @@
 
 /* No time held. */
 #define HORIZON_NONE	0
+
+/*
+ * The time a prepared transaction whose ids are unknown holds: the lowest
+ * (1 ms after 1970, before every epoch of ids).
+ */
+#define HORIZON_UNKNOWN	1
+
+/* The most entries flake.prepared is read with: one per possible backend. */
+#define PREPARED_FILE_MAX_ENTRIES	MAX_BACKENDS
 
 /* A backend's slot: a time per family, HORIZON_NONE when not held. */
 typedef union HorizonSlot
@@ -83,6 +101,8 @@ typedef struct HorizonShared
 {
 	int			nslots;
 	int			nprepared;		/* capacity: max_prepared_xacts */
+	/* whether transactions prepared before the start are to be adopted */
+	bool		unknown_prepared;
 	/* the entries, under flake's lock, then the slots */
 	HorizonPrepared prepared[FLEXIBLE_ARRAY_MEMBER];
 } HorizonShared;
@@ -121,15 +141,25 @@ horizon_size(void)
 					mul_size(sizeof(HorizonSlot), slot_count()));
 }
 
-/* The largest flake.prepared: every entry shared memory can hold. */
+/*
+ * The largest flake.prepared read: more entries than shared memory holds
+ * where max_prepared_transactions was lowered (those that fit are kept).
+ */
 static size_t
 prepared_file_size(void)
 {
 	return sizeof(HorizonFileHeader) +
-		(size_t) shared->nprepared * sizeof(HorizonPrepared) + sizeof(pg_crc32c);
+		(size_t) Max(shared->nprepared, PREPARED_FILE_MAX_ENTRIES) * sizeof(HorizonPrepared) +
+		sizeof(pg_crc32c);
 }
 
-/* Read flake.prepared into fresh shared memory (in the postmaster). */
+/*
+ * Read flake.prepared into fresh shared memory (in the postmaster).  Where
+ * it cannot give every prepared transaction's times, the transactions
+ * prepared then are adopted at the first horizon (adopt_unknown_prepared).
+ * A standby's or a restored backup's copy may lack its primary's latest
+ * entries: WAL does not carry the file.
+ */
 static void
 load_prepared(void)
 {
@@ -140,6 +170,9 @@ load_prepared(void)
 	HorizonFileHeader header;
 	pg_crc32c	crc;
 
+	if (access(STANDBY_SIGNAL_FILE, F_OK) == 0 ||
+		access(RECOVERY_SIGNAL_FILE, F_OK) == 0)
+		shared->unknown_prepared = true;
 	if (problem.status == FLAKE_FILE_MISSING)
 		return;
 	if (data != NULL && len >= sizeof(header) + sizeof(crc))
@@ -147,22 +180,29 @@ load_prepared(void)
 		memcpy(&header, data, sizeof(header));
 		memcpy(&crc, data + len - sizeof(crc), sizeof(crc));
 		if (header.magic == FLAKE_PREPARED_MAGIC &&
-			len == sizeof(header) + header.count * sizeof(HorizonPrepared) + sizeof(crc) &&
+			len == sizeof(header) + (size_t) header.count * sizeof(HorizonPrepared) + sizeof(crc) &&
 			crc == flake_datafile_crc(data, len - sizeof(crc)))
 		{
 			int			n = Min((int) header.count, shared->nprepared);
 
 			memcpy(shared->prepared, data + sizeof(header), n * sizeof(HorizonPrepared));
 			if (n < (int) header.count)
-				ereport(LOG,
-						(errmsg("flake keeps %d of the %u prepared transactions of \"%s\" (max_prepared_xacts)",
-								n, header.count, FLAKE_PREPARED_FILE)));
+			{
+				shared->unknown_prepared = true;
+				ereport(WARNING,
+						(errmsg("flake keeps %d of the %u prepared transactions of \"%s\" (max_prepared_transactions)",
+								n, header.count, FLAKE_PREPARED_FILE),
+						 errdetail("Every transaction still prepared holds the horizon at its lowest until it ends.")));
+			}
 			return;
 		}
 	}
+	shared->unknown_prepared = true;
+	if (data != NULL)
+		problem.status = FLAKE_FILE_DAMAGED;
 	ereport(WARNING,
-			(errmsg("flake cannot read \"%s\": the horizon does not wait for transactions prepared before the restart",
-					FLAKE_PREPARED_FILE)));
+			(flake_datafile_errmsg(FLAKE_PREPARED_FILE, &problem),
+			 errdetail("Every transaction still prepared holds the horizon at its lowest until it ends.")));
 }
 
 static void
@@ -174,6 +214,7 @@ horizon_startup(void *part, bool fresh, const FlakeMarks *marks)
 		return;
 	shared->nslots = slot_count();
 	shared->nprepared = max_prepared_xacts;
+	shared->unknown_prepared = false;
 	for (int i = 0; i < shared->nprepared; i++)
 		shared->prepared[i].xid = InvalidTransactionId;
 	for (int i = 0; i < shared->nslots; i++)
@@ -257,6 +298,82 @@ prune_prepared(void)
 }
 
 /*
+ * The transactions prepared now (pg_prepared_xacts), in the caller's memory
+ * context; *count of them.
+ */
+static TransactionId *
+prepared_now(int *count)
+{
+	TransactionId *xids;
+	MemoryContext caller = CurrentMemoryContext;
+
+	SPI_connect();
+	if (SPI_execute("SELECT transaction FROM pg_catalog.pg_prepared_xacts",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the prepared transactions");
+	xids = MemoryContextAlloc(caller, sizeof(TransactionId) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		xids[i] = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i],
+													  SPI_tuptable->tupdesc, 1,
+													  &isnull));
+	}
+	*count = (int) SPI_processed;
+	SPI_finish();
+	return xids;
+}
+
+/*
+ * Where flake.prepared could not tell every prepared transaction's times
+ * (load_prepared), take each transaction prepared now that has no entry as
+ * one whose ids are unknown: it holds the horizon at its lowest until it
+ * ends, and flake.prepared keeps it so across restarts.  Those prepared
+ * since the start without ids are taken too, which holds the horizon
+ * longer than needed, never shorter.
+ */
+static void
+adopt_unknown_prepared(void)
+{
+	int			count;
+	TransactionId *xids;
+
+	if (likely(!shared->unknown_prepared))
+		return;
+	xids = prepared_now(&count);
+	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+	if (shared->unknown_prepared)
+	{
+		(void) prune_prepared();
+		for (int i = 0; i < count; i++)
+		{
+			HorizonPrepared *free_entry = NULL;
+			bool		known = false;
+
+			for (int j = 0; j < shared->nprepared; j++)
+			{
+				if (shared->prepared[j].xid == xids[i])
+					known = true;
+				else if (free_entry == NULL &&
+						 !TransactionIdIsValid(shared->prepared[j].xid))
+					free_entry = &shared->prepared[j];
+			}
+			/* PostgreSQL keeps at most max_prepared_xacts: one is free */
+			if (known || free_entry == NULL)
+				continue;
+			free_entry->xid = xids[i];
+			for (int f = 0; f < FLAKE_HORIZON_FAMILIES; f++)
+				free_entry->since[f] = HORIZON_UNKNOWN;
+		}
+		save_prepared();
+		shared->unknown_prepared = false;
+	}
+	LWLockRelease(flake_shared->lock);
+	pfree(xids);
+}
+
+/*
  * PREPARE TRANSACTION: keep the transaction's times under its transaction
  * id, durably, before it is prepared.  A transaction without one wrote no
  * row.  The slot holds until the PREPARE ends, so the horizon is held
@@ -337,8 +454,10 @@ horizon_xact_callback(XactEvent event, void *arg)
 }
 
 /*
- * The slow path of flake_horizon_hold: the transaction's first id of a
- * family.  The barrier orders the write before the generator's
+ * Before a generator's first id of a family in a transaction (while
+ * flake_horizon_holding is false): publish that the transaction's ids are
+ * at unix_ms or later, the time of the generator's last value before its
+ * compare-and-swap.  The barrier orders the write before the generator's
  * compare-and-swap, which a computing horizon may raise (see the file's
  * header).  Without shared memory (ulidflake_next() not preloaded) there
  * is no horizon.
@@ -397,6 +516,7 @@ flake_horizon_held(FlakeHorizonFamily family)
 {
 	int64		lowest = PG_INT64_MAX;
 
+	adopt_unknown_prepared();
 	for (int i = 0; i < shared->nslots; i++)
 	{
 		uint64		since = pg_atomic_read_u64(&slots[i].s.since[family]);
@@ -447,14 +567,18 @@ add_holder_row(ReturnSetInfo *rsinfo, int family, int64 since, int32 pid,
 	nulls[1] = (pid == 0);
 	values[2] = TransactionIdGetDatum(xid);
 	nulls[2] = !TransactionIdIsValid(xid);
-	values[3] = TimestampTzGetDatum(flake_unix_ms_to_timestamptz(since));
+	if (since == HORIZON_UNKNOWN)
+		values[3] = TimestampTzGetDatum(DT_NOBEGIN);
+	else
+		values[3] = TimestampTzGetDatum(flake_unix_ms_to_timestamptz(since));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /*
  * Rows of the flake_horizon_holders view: each open transaction that holds
  * a family's horizon (by its backend's pid) and each prepared one (by its
- * transaction id), with the time it holds the horizon at.
+ * transaction id), with the time it holds the horizon at: -infinity for a
+ * prepared one whose ids are unknown (adopt_unknown_prepared).
  */
 Datum
 flake_horizon_info(PG_FUNCTION_ARGS)
@@ -464,6 +588,8 @@ flake_horizon_info(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (shared == NULL)
 		PG_RETURN_VOID();
+	if (!RecoveryInProgress())
+		adopt_unknown_prepared();
 	for (int i = 0; i < shared->nslots; i++)
 		for (int f = 0; f < FLAKE_HORIZON_FAMILIES; f++)
 		{
@@ -473,7 +599,10 @@ flake_horizon_info(PG_FUNCTION_ARGS)
 				add_holder_row(rsinfo, f, (int64) since, slots[i].s.pid,
 							   InvalidTransactionId);
 		}
-	LWLockAcquire(flake_shared->lock, LW_SHARED);
+	/* entries of transactions that ended are not shown: dropped first */
+	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+	if (prune_prepared())
+		save_prepared();
 	for (int i = 0; i < shared->nprepared; i++)
 	{
 		HorizonPrepared *entry = &shared->prepared[i];

@@ -26,16 +26,4 @@ extern void flake_horizon_lower(FlakeHorizonFamily family, int64 unix_ms);
 extern int64 flake_horizon_held(FlakeHorizonFamily family);
 extern void flake_horizon_refuse_in_recovery(const char *function);
 
-/*
- * Before a generator's first id in a transaction: publish that the
- * transaction's ids are at unix_ms or later, the time of the generator's
- * last value before its compare-and-swap.  Afterwards a branch.
- */
-static inline void
-flake_horizon_hold(FlakeHorizonFamily family, int64 unix_ms)
-{
-	if (unlikely(!flake_horizon_holding[family]))
-		flake_horizon_start(family, unix_ms);
-}
-
 #endif							/* FLAKE_HORIZON_H */

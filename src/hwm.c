@@ -452,3 +452,37 @@ flake_hwm_extend(FlakeMarkState *state, LWLock *lock, FlakeHwm which,
 	}
 	LWLockRelease(lock);
 }
+
+/*
+ * Raise the marks to cover marks, exactly, in one write: the newest ids
+ * read from a table (receive.c).  Not a chunk further, as
+ * flake_hwm_extend goes: a later take-over or restart starts every node at
+ * the marks, and would start them a chunk ahead of those ids, and of the
+ * clock, for nothing.
+ */
+void
+flake_hwm_cover_all(FlakeMarkState *state, LWLock *lock, const FlakeMarks *cover)
+{
+	FlakeMarks	marks;
+	bool		marked = false;
+	bool		raised = false;
+
+	LWLockAcquire(lock, LW_EXCLUSIVE);
+	flake_hwm_current(state, &marks);
+	for (int i = 0; i < FLAKE_HWM_FAMILIES; i++)
+	{
+		marked |= marks.mark[i] > 0;
+		if (cover->mark[i] > marks.mark[i])
+		{
+			marks.mark[i] = cover->mark[i];
+			raised = true;
+		}
+	}
+	if (raised)
+	{
+		hwm_write(&marks, marked);
+		flake_hwm_log(&marks, NULL, 0);
+		flake_hwm_publish(state, &marks);
+	}
+	LWLockRelease(lock);
+}

@@ -109,6 +109,8 @@ extern void flake_hwm_current(FlakeMarkState *state, FlakeMarks *marks);
 extern void flake_hwm_publish(FlakeMarkState *state, const FlakeMarks *marks);
 extern void flake_hwm_extend(FlakeMarkState *state, LWLock *lock,
 							 FlakeHwm which, int64 value);
+extern void flake_hwm_cover_all(FlakeMarkState *state, LWLock *lock,
+								const FlakeMarks *cover);
 
 /*
  * Make sure a family's persisted mark covers value (its time unit) before

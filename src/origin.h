@@ -15,6 +15,7 @@
 extern Oid	flake_extension_schema(void);
 extern void flake_origin_servers(FlakeServers *servers);
 extern void flake_origin_check(void);
+extern void flake_origin_record_take_over(void);
 extern PlannedStmt *flake_origin_copy_redirect(PlannedStmt *pstmt,
 											   bool *readOnlyTree);
 

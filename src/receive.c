@@ -15,8 +15,11 @@
  * Which columns hold ids: those whose default calls one of flake's
  * generators (flake_next(), ulidflake_next(), randflake_next(), with or
  * without argument; flake.serial_default writes such defaults), of the
- * generator's type.  Randflake ids decrypt with this server's secret, which
- * must then be the sender's.
+ * generator's type or a domain over it; in a partition, also those the
+ * defaults of the partitioned tables above it make so (a partition
+ * attached without defaults of its own receives rows through its root).
+ * Randflake ids decrypt with this server's secret, which must then be the
+ * sender's.
  *
  * Replication: after CREATE or ALTER SUBSCRIPTION, flake's ProcessUtility
  * hook gives each subscribed table that has such a column the trigger
@@ -29,10 +32,26 @@
  * node's last value with a compare-and-swap; once per chunk of the mark
  * (hwm.c), the file and WAL.
  *
+ * In any order of steps: a table may come to hold ids flake has not read
+ * (rows replicated before the extension, its update or a column's
+ * default; a partition attached; rows replicated while ENABLE TRIGGER ALL
+ * of a --disable-triggers restore had left the trigger firing outside
+ * replica sessions; a restore of a dump without flake_origin).  So flake
+ * reads the table (a heap scan, no code of anyone's) and raises each id's
+ * node, then the marks once, to the newest: when it adds or repairs the
+ * trigger (CREATE and ALTER SUBSCRIPTION, CREATE and ALTER EXTENSION),
+ * after ALTER TABLE that makes a column one of ids, attaches a partition
+ * or enables triggers, and after COPY FROM; an INSERT's constant ids are
+ * read at parse analysis.  Ids of this server are below its marks, so
+ * reading them changes nothing; none of this is on the generators' path.
+ * A role that is not a superuser may raise the marks up to
+ * flake.max_borrow ahead of the clock only.
+ *
  * Restore: flake_take_over_ids() reads every such column of the database
- * (a full scan) and takes over the servers its flake_origin names at the
- * newest time found, as flake_take_over() does with a stopped server's
- * files (state.c).  The old server's rekey claims are in its flake.rekeys,
+ * (a full scan) and raises the marks to the newest time found, as
+ * flake_take_over() does with a stopped server's files (state.c); the
+ * servers its flake_origin names are taken over in this database only,
+ * recorded there (origin.c), not in flake.hwm.  The old server's rekey claims are in its flake.rekeys,
  * not in the dump; so the ids themselves are claimed: each id on a node of
  * flake.rekey_nodes claims its node, and each ulidflake id its band (any
  * may be a rekey's), for the milliseconds such ids span, merged per node
@@ -59,7 +78,11 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "access/xlog.h"
+#include "catalog/partition.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_subscription_rel.h"
 #include "commands/dbcommands.h"
@@ -69,6 +92,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parsetree.h"
 #include "replication/logicalworker.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -121,6 +146,8 @@ typedef struct ReceivedTable
 } ReceivedTable;
 
 static HTAB *received_tables = NULL;
+
+static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
 PG_FUNCTION_INFO_V1(flake_raise_marks);
 PG_FUNCTION_INFO_V1(flake_take_over_ids);
@@ -180,35 +207,74 @@ find_generator(Node *node, GeneratorCall *call)
 }
 
 /*
- * The columns of a table whose default calls one of flake's generators;
- * palloc'd in the current memory context.  The defaults are read from the
- * relation's descriptor: no code of anyone's runs.
+ * Add to columns[*n] the columns of rel that the defaults of source (rel
+ * itself, or a partitioned table above it) make columns of ids, by name.
+ * A column typed as a domain over the generator's type holds its ids too.
  */
-static int
-received_columns(Relation rel, ReceivedColumn **columns)
+static void
+add_default_columns(Relation rel, Relation source, ReceivedColumn *columns, int *n)
 {
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			n = 0;
+	TupleDesc	desc = RelationGetDescr(source);
 
-	*columns = palloc(sizeof(ReceivedColumn) * Max(desc->constr ? desc->constr->num_defval : 0, 1));
-	if (desc->constr == NULL)
-		return 0;
-	for (int i = 0; i < desc->constr->num_defval; i++)
+	for (int i = 0; desc->constr != NULL && i < desc->constr->num_defval; i++)
 	{
 		AttrDefault *def = &desc->constr->defval[i];
 		Form_pg_attribute att = TupleDescAttr(desc, def->adnum - 1);
-		GeneratorCall call = {att->atttypid, FLAKE_HWM_SNOWFLAKE, false};
+		GeneratorCall call = {getBaseType(att->atttypid), FLAKE_HWM_SNOWFLAKE, false};
+		AttrNumber	attnum = def->adnum;
 
 		if (att->attisdropped)
 			continue;
 		(void) find_generator(stringToNode(def->adbin), &call);
-		if (call.found)
+		if (!call.found)
+			continue;
+		if (source != rel)
 		{
-			(*columns)[n].attnum = def->adnum;
-			(*columns)[n].family = call.family;
-			n++;
+			attnum = get_attnum(RelationGetRelid(rel), NameStr(att->attname));
+			if (attnum <= 0 ||
+				getBaseType(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid) != call.type)
+				continue;
 		}
+		for (int j = 0; j < *n; j++)
+			if (columns[j].attnum == attnum)
+				attnum = InvalidAttrNumber;
+		if (attnum == InvalidAttrNumber)
+			continue;
+		columns[*n].attnum = attnum;
+		columns[*n].family = call.family;
+		(*n)++;
 	}
+}
+
+/*
+ * The columns of a table whose default, or the default of a partitioned
+ * table it is a partition of (a partition attached without its own
+ * defaults receives the rows routed through its root), calls one of
+ * flake's generators; palloc'd in the current memory context.  The
+ * defaults are read from the relations' descriptors: no code of anyone's
+ * runs.
+ */
+static int
+received_columns(Relation rel, ReceivedColumn **columns)
+{
+	int			n = 0;
+	List	   *ancestors = NIL;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relispartition)
+		ancestors = get_partition_ancestors(RelationGetRelid(rel));
+
+	/* at most one column of ids per attribute */
+	*columns = palloc(sizeof(ReceivedColumn) * Max(RelationGetNumberOfAttributes(rel), 1));
+	add_default_columns(rel, rel, *columns, &n);
+	foreach(lc, ancestors)
+	{
+		Relation	ancestor = relation_open(lfirst_oid(lc), AccessShareLock);
+
+		add_default_columns(rel, ancestor, *columns, &n);
+		relation_close(ancestor, AccessShareLock);
+	}
+	list_free(ancestors);
 	return n;
 }
 
@@ -218,13 +284,16 @@ forget_table(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	ReceivedTable *table;
 
+	/*
+	 * All of them, whatever the relation: a partition's columns of ids follow
+	 * the defaults of its ancestors too.
+	 */
 	hash_seq_init(&status, received_tables);
 	while ((table = hash_seq_search(&status)) != NULL)
-		if (!OidIsValid(relid) || table->relid == relid)
-		{
-			pfree(table->columns);
-			(void) hash_search(received_tables, &table->relid, HASH_REMOVE, NULL);
-		}
+	{
+		pfree(table->columns);
+		(void) hash_search(received_tables, &table->relid, HASH_REMOVE, NULL);
+	}
 }
 
 /* The columns of a table that hold ids, from the cache when they are there. */
@@ -274,11 +343,12 @@ static const char *const family_generator[FLAKE_HWM_FAMILIES] = {
  * Decode an id of a family: its mark value (the family's unit: ms, or s for
  * randflake) and what raising its node takes (raw); false for a value that
  * is not one of the family's ids (negative).  An id too far ahead of this
- * server's clock is refused.
+ * server's clock is refused, or where skipped is given, counted there and
+ * not taken.
  */
 static bool
 decode_received(Relation rel, const ReceivedColumn *col, Datum value,
-				int64 *mark, uint64 *raw)
+				int64 max_ahead_ms, int64 *skipped, int64 *mark, uint64 *raw)
 {
 	int64		id = DatumGetInt64(value);
 	int64		unix_ms;
@@ -305,7 +375,12 @@ decode_received(Relation rel, const ReceivedColumn *col, Datum value,
 		default:
 			return false;
 	}
-	if (unix_ms - flake_clock_unix_ms() > FLAKE_RECEIVE_MAX_AHEAD_MS)
+	if (unix_ms - flake_clock_unix_ms() > max_ahead_ms && skipped != NULL)
+	{
+		(*skipped)++;
+		return false;
+	}
+	if (unix_ms - flake_clock_unix_ms() > max_ahead_ms)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the %s id " INT64_FORMAT " in column \"%s\" of table \"%s\" was made at %s, later than this server's clock allows",
@@ -313,18 +388,20 @@ decode_received(Relation rel, const ReceivedColumn *col, Datum value,
 						NameStr(TupleDescAttr(RelationGetDescr(rel), col->attnum - 1)->attname),
 						RelationGetRelationName(rel),
 						timestamptz_to_str(flake_unix_ms_to_timestamptz(unix_ms))),
-				 errdetail("flake raises this server's high-water marks above the ids it receives, so that it never issues them again, but not more than %d minutes ahead of its clock. Either the id was made with other settings (flake.epoch, flake.node_bits, flake.sequence_bits) or another flake.randflake_secret than this server's, or by a server whose clock is that far ahead.",
-						   FLAKE_RECEIVE_MAX_AHEAD_MS / 60000),
-				 errhint("Give both servers the same settings, secret and synchronized clocks. If the column's values are not ids of this family, disable the trigger %s on the table.",
+				 errdetail("flake raises this server's high-water marks above the ids it receives, so that it never issues them again, but not more than " INT64_FORMAT " ms ahead of its clock (%d minutes for a subscription's workers and superusers, flake.max_borrow for other roles). Either the id was made with other settings (flake.epoch, flake.node_bits, flake.sequence_bits) or another flake.randflake_secret than this server's, or by a server whose clock is that far ahead.",
+						   max_ahead_ms, FLAKE_RECEIVE_MAX_AHEAD_MS / 60000),
+				 errhint("Give both servers the same settings, secret and synchronized clocks; a superuser may load ids that far ahead. If the column's values are not ids of this family, disable the trigger %s on the table, or drop the column's default.",
 						 RAISE_MARKS_TRIGGER)));
 	return true;
 }
 
-/* Raise this server's mark and node above an id: see flake_hwm_cover. */
+/*
+ * Raise the node of an id (its family's last value, for ulidflake) above
+ * it.  The caller makes the mark cover it.
+ */
 static void
-raise_to(FlakeHwm family, int64 mark, uint64 raw)
+raise_node(FlakeHwm family, uint64 raw)
 {
-	flake_hwm_cover(&flake_shared->marks.value, flake_shared->lock, family, mark);
 	switch (family)
 	{
 		case FLAKE_HWM_SNOWFLAKE:
@@ -339,6 +416,14 @@ raise_to(FlakeHwm family, int64 mark, uint64 raw)
 		default:
 			break;
 	}
+}
+
+/* Raise this server's mark and node above an id: see flake_hwm_cover. */
+static void
+raise_to(FlakeHwm family, int64 mark, uint64 raw)
+{
+	flake_hwm_cover(&flake_shared->marks.value, flake_shared->lock, family, mark);
+	raise_node(family, raw);
 }
 
 /*
@@ -383,7 +468,8 @@ flake_raise_marks(PG_FUNCTION_ARGS)
 		int64		mark;
 		uint64		raw;
 
-		if (!isnull && decode_received(trigdata->tg_relation, col, value, &mark, &raw))
+		if (!isnull && decode_received(trigdata->tg_relation, col, value,
+									   FLAKE_RECEIVE_MAX_AHEAD_MS, NULL, &mark, &raw))
 			raise_to(col->family, mark, raw);
 	}
 	return PointerGetDatum(tuple);
@@ -410,92 +496,132 @@ raise_marks_function(void)
 	return funcid;
 }
 
-/* Whether a table has a trigger of the function. */
-static bool
-has_trigger(Relation rel, Oid funcid)
-{
-	TriggerDesc *triggers = rel->trigdesc;
-
-	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
-		if (triggers->triggers[i].tgfoid == funcid)
-			return true;
-	return false;
-}
-
 /*
- * Give a subscribed table the trigger, enabled for replica sessions (the
- * subscription's workers), where it has a column of ids and has none yet.
- * As the role that changed the subscription, which must own the table (a
- * superuser does): with too few rights, a warning says what is missing.
+ * Say that values of a table's columns of ids were not read, being later
+ * than this server's clock allows (see decode_received): not an error,
+ * since a column made one of ids may hold values that are none (a serial
+ * key migrated to randflake_next() keeps its numbers), and a restore of
+ * such a table must go on.
  */
 static void
-add_trigger(Oid relid, Oid funcid)
+warn_skipped(Relation rel, int64 skipped, int64 max_ahead_ms)
 {
-	Relation	rel = try_relation_open(relid, AccessShareLock);
-	ReceivedColumn *columns;
-	char	   *name;
-
-	if (rel == NULL)
+	if (skipped == 0)
 		return;
-	if (rel->rd_rel->relkind != RELKIND_RELATION ||
-		received_columns(rel, &columns) == 0 || has_trigger(rel, funcid))
-	{
-		relation_close(rel, AccessShareLock);
-		return;
-	}
-	name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-									  RelationGetRelationName(rel));
-	relation_close(rel, AccessShareLock);
-	if (!flake_table_ownercheck(relid, GetUserId()))
-	{
-		ereport(WARNING,
-				(errmsg("ids that replication brings into table %s will not raise flake's high-water marks", name),
-				 errdetail("Only the table's owner can give it the trigger " RAISE_MARKS_TRIGGER "."),
-				 errhint("Have the owner or a superuser run ALTER SUBSCRIPTION ... REFRESH PUBLICATION.")));
-		return;
-	}
-	if (SPI_execute(psprintf("CREATE TRIGGER " RAISE_MARKS_TRIGGER " BEFORE INSERT OR UPDATE ON %s"
-							 " FOR EACH ROW EXECUTE FUNCTION flake_internal." RAISE_MARKS_FUNCTION "()",
-							 name), false, 0) != SPI_OK_UTILITY ||
-		SPI_execute(psprintf("ALTER TABLE %s ENABLE REPLICA TRIGGER " RAISE_MARKS_TRIGGER, name),
-					false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not add trigger " RAISE_MARKS_TRIGGER " to table %s", name);
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg(INT64_FORMAT " values in the columns of ids of table \"%s\" are later than this server's clock allows, and were not read",
+					skipped, RelationGetRelationName(rel)),
+			 errdetail("flake raises this server's high-water marks above the ids a table holds, but not more than " INT64_FORMAT " ms ahead of its clock (%d minutes for superusers, flake.max_borrow for other roles). Values made before the column's default called a generator are not ids; ids of another server that far ahead could be issued again once this server's clock gets there.",
+					   max_ahead_ms, FLAKE_RECEIVE_MAX_AHEAD_MS / 60000),
+			 errhint("If they are ids of another server, synchronize the clocks and run SELECT * FROM flake_take_over_ids() as a superuser.")));
 }
 
 /*
- * After CREATE or ALTER SUBSCRIPTION (flake's ProcessUtility hook): give
- * every table this database's subscriptions replicate into, that has a
- * column of ids, the trigger, before their workers start (they start when
- * the transaction commits).  Nothing where flake is not preloaded or not
- * installed in this database.
+ * The constant an expression of a column is, under the coercions to a
+ * domain or relabels that parse analysis adds; NULL if it is none.
  */
-void
-flake_receive_subscribed_tables(void)
+static Const *
+constant_of(Node *node)
 {
-	Oid			funcid;
-	Relation	catalog;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	List	   *relids = NIL;
+	while (node != NULL && (IsA(node, CoerceToDomain) || IsA(node, RelabelType)))
+		node = IsA(node, CoerceToDomain) ?
+			(Node *) ((CoerceToDomain *) node)->arg : (Node *) ((RelabelType *) node)->arg;
+	return node != NULL && IsA(node, Const) ? (Const *) node : NULL;
+}
+
+/* Raise the marks above an id an INSERT names, where it is a constant. */
+static void
+read_constant(Relation rel, const ReceivedColumn *col, Node *expr, int64 max_ahead_ms,
+			  int64 *skipped)
+{
+	Const	   *value = constant_of(expr);
+	int64		mark;
+	uint64		raw;
+
+	if (value != NULL && !value->constisnull &&
+		decode_received(rel, col, value->constvalue, max_ahead_ms, skipped, &mark, &raw))
+		raise_to(col->family, mark, raw);
+}
+
+/*
+ * After parse analysis of an INSERT (flake's post_parse_analyze hook):
+ * raise the marks above the ids it names as constants, in VALUES of one
+ * row or of many (a dump made with --inserts, ids copied from elsewhere).
+ * Raising them before the rows are in is harmless: ids of this server are
+ * below its marks already.  Parameters and expressions are not read.
+ */
+static void
+read_inserted_constants(Query *query)
+{
+	RangeTblEntry *target;
+	int			values_index = 0;
+	RangeTblEntry *values = NULL;
+	Relation	rel;
+	ReceivedTable *table;
+	int64		max_ahead_ms;
+	int64		skipped = 0;
 	ListCell   *lc;
 
-	if (flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
-		!OidIsValid(funcid = raise_marks_function()))
+	if (query->commandType != CMD_INSERT || query->resultRelation == 0 ||
+		creating_extension || flake_shared == NULL || RecoveryInProgress())
 		return;
-	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
-	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-		relids = list_append_unique_oid(relids,
-										((Form_pg_subscription_rel) GETSTRUCT(tuple))->srrelid);
-	systable_endscan(scan);
-	table_close(catalog, AccessShareLock);
-	if (relids == NIL)
+	target = rt_fetch(query->resultRelation, query->rtable);
+	if (target->relkind != RELKIND_RELATION && target->relkind != RELKIND_PARTITIONED_TABLE)
 		return;
+	foreach(lc, query->rtable)
+	{
+		if (((RangeTblEntry *) lfirst(lc))->rtekind != RTE_VALUES)
+			continue;
+		values = lfirst(lc);
+		values_index = foreach_current_index(lc) + 1;
+	}
 
-	SPI_connect();
-	foreach(lc, relids)
-		add_trigger(lfirst_oid(lc), funcid);
-	SPI_finish();
+	/* locked by parse analysis */
+	rel = relation_open(target->relid, NoLock);
+	table = received_table(rel);
+	max_ahead_ms = superuser() ? FLAKE_RECEIVE_MAX_AHEAD_MS : snowflake_max_borrow_ms;
+	for (int i = 0; i < table->ncolumns; i++)
+	{
+		const ReceivedColumn *col = &table->columns[i];
+
+		foreach(lc, query->targetList)
+		{
+			TargetEntry *entry = lfirst_node(TargetEntry, lc);
+			ListCell   *row;
+
+			if (entry->resno != col->attnum)
+				continue;
+			if (values != NULL && IsA(entry->expr, Var) &&
+				((Var *) entry->expr)->varno == values_index)
+			{
+				foreach(row, values->values_lists)
+					read_constant(rel, col,
+								  list_nth(lfirst(row), ((Var *) entry->expr)->varattno - 1),
+								  max_ahead_ms, &skipped);
+			}
+			else
+				read_constant(rel, col, (Node *) entry->expr, max_ahead_ms, &skipped);
+		}
+	}
+	warn_skipped(rel, skipped, max_ahead_ms);
+	relation_close(rel, NoLock);
+}
+
+static void
+receive_post_parse_analyze(ParseState *pstate, Query *query, FLAKE_JUMBLE_STATE * jstate)
+{
+	if (prev_post_parse_analyze_hook)
+		prev_post_parse_analyze_hook(pstate, query, jstate);
+	read_inserted_constants(query);
+}
+
+/* From _PG_init: read the ids INSERTs name (read_inserted_constants). */
+void
+flake_receive_init(void)
+{
+	prev_post_parse_analyze_hook = post_parse_analyze_hook;
+	post_parse_analyze_hook = receive_post_parse_analyze;
 }
 
 /*
@@ -592,12 +718,15 @@ held_claims(HeldClaims *held, FlakeRekeyClaim **claims)
 }
 
 /*
- * Read every id in the columns of ids of a table into the newest mark of
- * each family and the rekey claims the ids hold; the number of ids read.
+ * Read every id in the columns of ids of a table (straight from the heap:
+ * no code of anyone's runs) into the newest mark of each family, and the
+ * rekey claims the ids hold, or where held is NULL raise each id's node
+ * above it (the caller covers newest); the number of ids read.  Values too
+ * far ahead are refused, or where skipped is given counted there.
  */
 static int64
 scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
-		   FlakeMarks *newest, HeldClaims *held)
+		   int64 max_ahead_ms, int64 *skipped, FlakeMarks *newest, HeldClaims *held)
 {
 	TableScanDesc scan = flake_table_beginscan(rel, GetActiveSnapshot());
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
@@ -612,10 +741,14 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 			int64		mark;
 			uint64		raw;
 
-			if (!isnull && decode_received(rel, &columns[i], value, &mark, &raw))
+			if (!isnull && decode_received(rel, &columns[i], value, max_ahead_ms,
+										   skipped, &mark, &raw))
 			{
 				newest->mark[columns[i].family] = Max(newest->mark[columns[i].family], mark);
-				hold_claim(held, columns[i].family, DatumGetInt64(value));
+				if (held != NULL)
+					hold_claim(held, columns[i].family, DatumGetInt64(value));
+				else
+					raise_node(columns[i].family, raw);
 				ids++;
 			}
 		}
@@ -627,16 +760,277 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 }
 
 /*
+ * The trigger of the function a table has, NULL if none: its name and how
+ * it is enabled (TRIGGER_FIRES_*).
+ */
+static Trigger *
+find_trigger(Relation rel, Oid funcid)
+{
+	TriggerDesc *triggers = rel->trigdesc;
+
+	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
+		if (triggers->triggers[i].tgfoid == funcid)
+			return &triggers->triggers[i];
+	return NULL;
+}
+
+/*
+ * Raise this server's marks and nodes above every id a table already holds
+ * (its partitions' for a partitioned table): where it came to hold ids
+ * flake has not read, or a column became one of ids.  Ids of this server
+ * are below its marks already, so reading them changes nothing.  Values
+ * too far ahead (more than flake.max_borrow for roles other than
+ * superusers: a role could otherwise hold every generator back) are not
+ * read, with a warning.
+ */
+static void
+read_table(Oid relid)
+{
+	int64		max_ahead_ms = superuser() ? FLAKE_RECEIVE_MAX_AHEAD_MS : snowflake_max_borrow_ms;
+	FlakeMarks	newest;
+	List	   *relids;
+	ListCell   *lc;
+
+	if (flake_shared == NULL || RecoveryInProgress())
+		return;
+	memset(&newest, 0, sizeof(newest));
+	relids = find_all_inheritors(relid, AccessShareLock, NULL);
+	/* the rows the statement just wrote too, and every row committed */
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetLatestSnapshot());
+	foreach(lc, relids)
+	{
+		Relation	rel = try_relation_open(lfirst_oid(lc), AccessShareLock);
+		ReceivedColumn *columns;
+		int			ncolumns;
+
+		if (rel == NULL)
+			continue;
+		if (rel->rd_rel->relkind == RELKIND_RELATION &&
+			(ncolumns = received_columns(rel, &columns)) > 0)
+		{
+			int64		skipped = 0;
+
+			(void) scan_table(rel, columns, ncolumns, max_ahead_ms, &skipped, &newest, NULL);
+			warn_skipped(rel, skipped, max_ahead_ms);
+		}
+		relation_close(rel, AccessShareLock);
+	}
+	PopActiveSnapshot();
+	flake_hwm_cover_all(&flake_shared->marks.value, flake_shared->lock, &newest);
+	list_free(relids);
+}
+
+/*
+ * Give a subscribed table the trigger, enabled for replica sessions (the
+ * subscription's workers), where it has a column of ids and has none yet,
+ * and read the ids it holds already (rows that arrived before flake was
+ * installed or updated, or before a column's default made it one of ids).
+ * A trigger that ENABLE TRIGGER [ALL] (a restore with --disable-triggers)
+ * made fire only outside replica sessions, where it does nothing, is put
+ * back, and the table read.  As the role that changed the subscription or
+ * the table, which must own the table (a superuser does): with too few
+ * rights, a warning says what is missing.  Whether the table was read.
+ */
+static bool
+add_trigger(Oid relid, Oid funcid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	ReceivedColumn *columns;
+	Trigger    *trigger;
+	char	   *name;
+	char	   *sql;
+
+	if (rel == NULL)
+		return false;
+	if ((rel->rd_rel->relkind != RELKIND_RELATION &&
+		 rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE) ||
+		received_columns(rel, &columns) == 0 ||
+		((trigger = find_trigger(rel, funcid)) != NULL &&
+		 (trigger->tgenabled == TRIGGER_FIRES_ON_REPLICA ||
+		  trigger->tgenabled == TRIGGER_DISABLED)))
+	{
+		relation_close(rel, AccessShareLock);
+		return false;
+	}
+	name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+	sql = psprintf("ALTER TABLE %s ENABLE REPLICA TRIGGER %s", name,
+				   quote_identifier(trigger != NULL ? trigger->tgname : RAISE_MARKS_TRIGGER));
+	relation_close(rel, AccessShareLock);
+	if (!flake_table_ownercheck(relid, GetUserId()))
+	{
+		ereport(WARNING,
+				(errmsg("ids that replication brings into table %s will not raise flake's high-water marks", name),
+				 errdetail("Only the table's owner can give it the trigger " RAISE_MARKS_TRIGGER ", enabled for replica sessions."),
+				 errhint("Have the owner or a superuser run ALTER SUBSCRIPTION ... REFRESH PUBLICATION.")));
+		return false;
+	}
+	if ((trigger == NULL &&
+		 SPI_execute(psprintf("CREATE TRIGGER " RAISE_MARKS_TRIGGER " BEFORE INSERT OR UPDATE ON %s"
+							  " FOR EACH ROW EXECUTE FUNCTION flake_internal." RAISE_MARKS_FUNCTION "()",
+							  name), false, 0) != SPI_OK_UTILITY) ||
+		SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not add trigger " RAISE_MARKS_TRIGGER " to table %s", name);
+	read_table(relid);
+	return true;
+}
+
+/* The relation a subscription of this database replicates into: relid or one above it. */
+static Oid
+subscribed_relation(Oid relid)
+{
+	List	   *candidates = list_make1_oid(relid);
+	Oid			found = InvalidOid;
+	Relation	catalog;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	if (get_rel_relispartition(relid))
+		candidates = list_concat(candidates, get_partition_ancestors(relid));
+	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
+	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Oid			srrelid = ((Form_pg_subscription_rel) GETSTRUCT(tuple))->srrelid;
+
+		if (list_member_oid(candidates, srrelid))
+			found = srrelid;
+	}
+	systable_endscan(scan);
+	table_close(catalog, AccessShareLock);
+	list_free(candidates);
+	return found;
+}
+
+/*
+ * After ALTER TABLE (flake's ProcessUtility hook): where it made a column
+ * one of ids (SET DEFAULT, ADD COLUMN, a type), attached a partition, or
+ * enabled triggers (which makes flake_raise_marks fire outside replica
+ * sessions, where it does nothing), read the ids the table holds, and give
+ * a subscribed table the trigger as a subscription would.
+ */
+void
+flake_receive_altered_table(AlterTableStmt *stmt)
+{
+	Oid			relid;
+	Oid			target;
+	Oid			funcid;
+	bool		changed = false;
+	ListCell   *lc;
+
+	if (creating_extension || flake_shared == NULL ||
+		!OidIsValid(flake_extension_schema()) ||
+		!OidIsValid(funcid = raise_marks_function()))
+		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+		switch (cmd->subtype)
+		{
+			case AT_ColumnDefault:
+			case AT_AddColumn:
+			case AT_AlterColumnType:
+			case AT_AttachPartition:
+			case AT_EnableTrig:
+			case AT_EnableAlwaysTrig:
+			case AT_EnableTrigAll:
+			case AT_EnableTrigUser:
+				changed = true;
+				break;
+			default:
+				break;
+		}
+	}
+	if (!changed ||
+		!OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)))
+		return;
+	target = subscribed_relation(relid);
+	SPI_connect();
+	if (!OidIsValid(target) || !add_trigger(target, funcid))
+		read_table(relid);
+	/* a partition attached keeps its own trigger's state */
+	if (OidIsValid(target))
+	{
+		List	   *partitions = find_all_inheritors(target, AccessShareLock, NULL);
+
+		foreach(lc, partitions)
+		{
+			if (lfirst_oid(lc) != target)
+				(void) add_trigger(lfirst_oid(lc), funcid);
+		}
+	}
+	SPI_finish();
+}
+
+/*
+ * After COPY ... FROM into a table (flake's ProcessUtility hook): a restore
+ * of a dump of some tables or schemas only (pg_dump -t, -n, --data-only)
+ * carries no flake_origin, so nothing refuses to generate in the database,
+ * and its ids came from another server: read them.
+ */
+void
+flake_receive_copied_table(CopyStmt *stmt)
+{
+	Oid			relid;
+
+	if (!stmt->is_from || stmt->relation == NULL || creating_extension ||
+		flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
+		!OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)))
+		return;
+	read_table(relid);
+}
+
+/*
+ * After CREATE or ALTER SUBSCRIPTION (flake's ProcessUtility hook): give
+ * every table this database's subscriptions replicate into, that has a
+ * column of ids, the trigger, before their workers start (they start when
+ * the transaction commits).  Nothing where flake is not preloaded or not
+ * installed in this database.
+ */
+void
+flake_receive_subscribed_tables(void)
+{
+	Oid			funcid;
+	Relation	catalog;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *relids = NIL;
+	ListCell   *lc;
+
+	if (flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
+		!OidIsValid(funcid = raise_marks_function()))
+		return;
+	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
+	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		relids = list_append_unique_oid(relids,
+										((Form_pg_subscription_rel) GETSTRUCT(tuple))->srrelid);
+	systable_endscan(scan);
+	table_close(catalog, AccessShareLock);
+	if (relids == NIL)
+		return;
+
+	SPI_connect();
+	foreach(lc, relids)
+		(void) add_trigger(lfirst_oid(lc), funcid);
+	SPI_finish();
+}
+
+/*
  * flake_take_over_ids(): take over the servers this database's flake_origin
  * names from the ids the database holds, with no access to those servers:
  * after a restore of a dump of a running server, with the rekey claims its
- * ids hold.  Returns the servers, the newest time found per family (NULL
+ * ids hold.  Only in this database: other databases from those servers
+ * hold other ids.  Returns the servers, the newest time found per family (NULL
  * where none) and the number of ids read.
  */
 Datum
 flake_take_over_ids(PG_FUNCTION_ARGS)
 {
 	FlakeOtherState other;
+	FlakeServers origin;
 	HeldClaims	held;
 	Relation	pg_class;
 	TableScanDesc scan;
@@ -651,8 +1045,10 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
+	flake_origin_record_take_over();
 	memset(&other, 0, sizeof(other));
-	flake_origin_servers(&other.servers);
+	other.servers.id = palloc(0);
+	flake_origin_servers(&origin);
 	held_claims_init(&held);
 
 	/* every table with a column of ids, read straight from the heap */
@@ -670,7 +1066,8 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 		rel = table_open(form->oid, AccessShareLock);
 		ncolumns = received_columns(rel, &columns);
 		if (ncolumns > 0)
-			ids += scan_table(rel, columns, ncolumns, &other.marks, &held);
+			ids += scan_table(rel, columns, ncolumns, FLAKE_RECEIVE_MAX_AHEAD_MS,
+							  NULL, &other.marks, &held);
 		pfree(columns);
 		table_close(rel, AccessShareLock);
 	}
@@ -678,10 +1075,10 @@ flake_take_over_ids(PG_FUNCTION_ARGS)
 	table_close(pg_class, AccessShareLock);
 
 	other.nclaims = held_claims(&held, &other.claims);
-	flake_take_over_state(&other, &values[0], &nulls[0]);
+	flake_take_over_state(&other, &origin, &values[0], &nulls[0]);
 	ereport(LOG,
 			(errmsg("flake took over the state of %u other servers from the " INT64_FORMAT " ids of database \"%s\"",
-					other.servers.count, ids, get_database_name(MyDatabaseId))));
+					origin.count, ids, get_database_name(MyDatabaseId))));
 	values[4] = Int64GetDatum(ids);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
 													  values, nulls)));

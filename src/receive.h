@@ -8,6 +8,11 @@
 #ifndef FLAKE_RECEIVE_H
 #define FLAKE_RECEIVE_H
 
+#include "nodes/parsenodes.h"
+
+extern void flake_receive_init(void);
 extern void flake_receive_subscribed_tables(void);
+extern void flake_receive_altered_table(AlterTableStmt *stmt);
+extern void flake_receive_copied_table(CopyStmt *stmt);
 
 #endif							/* FLAKE_RECEIVE_H */

@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "hwm.h"
+#include "layout.h"
 #include "origin.h"
 #include "shmem.h"
 #include "state.h"
@@ -83,6 +84,10 @@ flake_shmem_startup(void)
 		flake_hwm_init(&flake_shared->marks.value, &marks);
 		flake_shared->lock = &(GetNamedLWLockTranche("flake"))->lock;
 		flake_shared->floors_final = false;
+		flake_shared->layout_read = flake_layout_read(FLAKE_LAYOUT_FILE,
+													  &flake_shared->layout,
+													  &flake_shared->layout_problem);
+		flake_shared->layout_status = FLAKE_LAYOUT_UNCHECKED;
 	}
 	for (int i = 0; i < nparts; i++)
 	{
@@ -161,11 +166,12 @@ mark_datum(int64 mark, int64 ms_per_unit, bool *isnull)
 
 /*
  * Take over another server's state, and return what the take-over
- * functions show of it in values[0..3] (nulls[0..3]): the servers (bigint[])
- * and the newest time of each family, NULL where it has none.
+ * functions show of it in values[0..3] (nulls[0..3]): the servers shown
+ * (bigint[]) and the newest time of each family, NULL where it has none.
  */
 void
-flake_take_over_state(const FlakeOtherState *other, Datum *values, bool *nulls)
+flake_take_over_state(const FlakeOtherState *other, const FlakeServers *shown,
+					  Datum *values, bool *nulls)
 {
 	Datum	   *servers;
 
@@ -175,10 +181,10 @@ flake_take_over_state(const FlakeOtherState *other, Datum *values, bool *nulls)
 	flake_shmem_raise();
 	LWLockRelease(flake_shared->lock);
 
-	servers = palloc(sizeof(Datum) * Max(other->servers.count, 1));
-	for (uint32 i = 0; i < other->servers.count; i++)
-		servers[i] = Int64GetDatum((int64) other->servers.id[i]);
-	values[0] = PointerGetDatum(construct_array(servers, other->servers.count, INT8OID,
+	servers = palloc(sizeof(Datum) * Max(shown->count, 1));
+	for (uint32 i = 0; i < shown->count; i++)
+		servers[i] = Int64GetDatum((int64) shown->id[i]);
+	values[0] = PointerGetDatum(construct_array(servers, shown->count, INT8OID,
 												sizeof(int64), FLOAT8PASSBYVAL,
 												TYPALIGN_DOUBLE));
 	nulls[0] = false;

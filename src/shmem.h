@@ -12,6 +12,7 @@
 #include "storage/lwlock.h"
 
 #include "hwm.h"
+#include "layout.h"
 #include "state.h"
 
 /*
@@ -37,6 +38,16 @@ typedef struct FlakeSharedState
 
 	/* what is wrong with flake's files (state.c), under the lock */
 	FlakeState	state;
+
+	/*
+	 * The layout recorded in flake.layout (layout_read: there and intact),
+	 * what reading it found, and where flake_next() stands with it; under the
+	 * lock.
+	 */
+	FlakeLayout layout;
+	bool		layout_read;
+	FlakeFileProblem layout_problem;
+	FlakeLayoutStatus layout_status;
 } FlakeSharedState;
 
 /*
@@ -75,7 +86,8 @@ extern void flake_require_shared(void);
 extern void flake_check_recovery(const char *generator);
 extern void flake_shmem_raise(void);
 extern void flake_take_over_check(const char *function, const char *why);
-extern void flake_take_over_state(const FlakeOtherState *other, Datum *values,
+extern void flake_take_over_state(const FlakeOtherState *other,
+								  const FlakeServers *shown, Datum *values,
 								  bool *nulls);
 
 /*

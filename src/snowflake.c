@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "horizon.h"
 #include "hwm.h"
+#include "layout.h"
 #include "lease.h"
 #include "settings.h"
 #include "shmem.h"
@@ -44,6 +45,9 @@ static FlakeNodePadded *nodes = NULL;
 
 /* This backend's leased node, or -1. */
 static int	leased_node = -1;
+
+/* Whether this backend has seen the settings' layout accepted. */
+static bool layout_accepted = false;
 
 /*
  * On Citus, with flake.nodes left empty, each group leases from a share of
@@ -228,6 +232,146 @@ snowflake_own_node(int64 node, const char **own)
 								snowflake_node_bits, snowflake_citus_nodes, own);
 }
 
+/* The layout of the settings. */
+static void
+settings_layout(FlakeLayout *layout)
+{
+	memset(layout, 0, sizeof(*layout));
+	layout->epoch_unix_ms = snowflake_epoch_unix_ms;
+	layout->id_bits = snowflake_id_bits;
+	layout->node_bits = snowflake_node_bits;
+	layout->sequence_bits = snowflake_sequence_bits;
+}
+
+/*
+ * Compare the settings' layout with the recorded one, once per server
+ * start; the caller holds flake's lock.  Without a record (a fresh server,
+ * or one that ran a release before 1.5) the settings' layout is the one
+ * that issued ids; a recorded layout may give way to another where no id
+ * of the new one can equal or sort below one issued (layout.c).  The
+ * layout accepted is recorded before any of its ids is issued.
+ */
+static void
+settle_layout(void)
+{
+	FlakeLayout current;
+	int64		mark;
+
+	settings_layout(&current);
+	mark = (int64) pg_atomic_read_u64(&flake_shared->marks.value.mark[FLAKE_HWM_SNOWFLAKE]);
+	if (!flake_shared->layout_read &&
+		flake_shared->layout_problem.status != FLAKE_FILE_MISSING)
+		flake_shared->layout_status = FLAKE_LAYOUT_REFUSED;
+	else if (flake_shared->layout_read &&
+			 flake_layout_equal(&flake_shared->layout, &current))
+		flake_shared->layout_status = FLAKE_LAYOUT_ACCEPTED;
+	else if (!flake_shared->layout_read || mark <= 0 ||
+			 flake_layout_keeps_above(&flake_shared->layout, mark, &current))
+	{
+		flake_layout_record(&current);
+		if (flake_shared->layout_read)
+			ereport(LOG,
+					(errmsg("flake_next() changes its layout to %s",
+							flake_layout_text(&current)),
+					 errdetail("Ids were issued with %s; every id of the new layout lies above them.",
+							   flake_layout_text(&flake_shared->layout))));
+		flake_shared->layout = current;
+		flake_shared->layout_read = true;
+		flake_shared->layout_status = FLAKE_LAYOUT_ACCEPTED;
+	}
+	else
+		flake_shared->layout_status = FLAKE_LAYOUT_REFUSED;
+}
+
+/*
+ * Refuse flake_next() where the settings lay ids out otherwise than the
+ * layout that issued ids here, so that new ids could equal or sort below
+ * issued ones; or where flake.layout cannot be read.  A backend passes
+ * here until the layout is accepted, then never again.
+ */
+static void
+check_layout(void)
+{
+	FlakeLayout recorded;
+	FlakeLayout current;
+	FlakeFileProblem problem;
+	FlakeLayoutStatus status;
+	int64		mark;
+	char	   *mark_text;
+
+	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+	if (flake_shared->layout_status == FLAKE_LAYOUT_UNCHECKED)
+		settle_layout();
+	status = flake_shared->layout_status;
+	recorded = flake_shared->layout;
+	problem = flake_shared->layout_problem;
+	mark = (int64) pg_atomic_read_u64(&flake_shared->marks.value.mark[FLAKE_HWM_SNOWFLAKE]);
+	LWLockRelease(flake_shared->lock);
+	if (status == FLAKE_LAYOUT_ACCEPTED)
+	{
+		layout_accepted = true;
+		return;
+	}
+	settings_layout(&current);
+	if (problem.status != FLAKE_FILE_OK && problem.status != FLAKE_FILE_MISSING)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 flake_datafile_errmsg(FLAKE_LAYOUT_FILE, &problem),
+				 errdetail("It holds the layout that issued flake_next()'s ids; without it flake_next() cannot tell whether %s could issue them again.",
+						   flake_layout_text(&current)),
+				 errhint("Put back an intact copy of it and restart. Where the settings are the layout this server issued its ids with, remove it and restart instead.")));
+	mark_text = pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(mark)));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("flake_next() refuses a layout that could issue ids again"),
+			 errdetail("Ids were issued up to %s with %s; with %s, the settings now, ids from then on do not all lie above them.",
+					   mark_text, flake_layout_text(&recorded),
+					   flake_layout_text(&current)),
+			 errhint("Set flake.epoch, flake.id_bits, flake.node_bits and flake.sequence_bits back to those values and restart. A layout may change only where its ids lie above every id issued, such as a larger flake.id_bits (see \"The layout\" in docs/guarantees.md).")));
+}
+
+/*
+ * Before another server's state is taken over (flake_take_over()): refuse
+ * where that server issued ids, up to its mark, in a layout (its
+ * flake.layout) whose ids this server's settings do not all lie above.
+ * A server before 1.5 recorded none: its layout is taken as this one's.
+ */
+void
+snowflake_check_other_layout(const char *directory, int64 mark_unix_ms)
+{
+	char		path[MAXPGPATH];
+	FlakeLayout other;
+	FlakeLayout current;
+	FlakeFileProblem problem;
+	char	   *mark_text;
+
+	snprintf(path, sizeof(path), "%s/%s", directory, FLAKE_LAYOUT_FILE);
+	settings_layout(&current);
+	if (!flake_layout_read(path, &other, &problem))
+	{
+		if (problem.status == FLAKE_FILE_MISSING)
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 flake_datafile_errmsg(path, &problem),
+				 errdetail("It holds the layout the other server issued flake_next()'s ids with; without it flake_next() cannot tell whether %s could issue them again.",
+						   flake_layout_text(&current)),
+				 errhint("Put back an intact copy of it, then take over.")));
+	}
+	if (mark_unix_ms <= 0 || flake_layout_equal(&other, &current) ||
+		flake_layout_keeps_above(&other, mark_unix_ms, &current))
+		return;
+	mark_text = pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(mark_unix_ms)));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the server of data directory \"%s\" issued flake_next() ids in a layout this server's could issue again",
+					directory),
+			 errdetail("It issued ids up to %s with %s; with %s, this server's settings, ids from then on do not all lie above them.",
+					   mark_text, flake_layout_text(&other),
+					   flake_layout_text(&current)),
+			 errhint("Give this server that server's flake.epoch, flake.id_bits, flake.node_bits and flake.sequence_bits, restart it, and take over again.")));
+}
+
 static void
 release_lease(int code, Datum arg)
 {
@@ -244,6 +388,8 @@ lease_node(void)
 	FlakeNode  *node;
 
 	flake_refuse_in_recovery("flake_next()");
+	if (!layout_accepted)
+		check_layout();
 
 	/* first, so that a failure here cannot strand a leased node */
 	if (!release_registered)
@@ -262,6 +408,38 @@ lease_node(void)
 	node = flake_lease(&space, NULL);
 	Assert(node != NULL);
 	leased_node = node->id;
+}
+
+/*
+ * Raise a node to the end of the clock's previous millisecond, as
+ * flake_horizon() does: its next id takes the clock's millisecond anyway,
+ * and its last id then tells the time of the ids to come, not that of an
+ * idle node's last id (or flake.epoch, for a node that never issued).
+ */
+static void
+raise_to_clock(FlakeNode *node)
+{
+	int64		now = Min(flake_clock_unix_ms() - snowflake_epoch_unix_ms,
+						  snowflake_max_timestamp() + 1);
+
+	if (now > 0)
+		flake_raise_last(&node->last, ((uint64) now << snowflake_sequence_bits) - 1);
+}
+
+/*
+ * A transaction's first id: hold the horizon at the time of the node's last
+ * id, raised to the clock first, and return that last id.
+ */
+static pg_noinline uint64
+hold_horizon(FlakeNode *node)
+{
+	uint64		last;
+
+	raise_to_clock(node);
+	last = pg_atomic_read_u64(&node->last);
+	flake_horizon_start(FLAKE_HORIZON_SNOWFLAKE,
+						(int64) (last >> snowflake_sequence_bits) + snowflake_epoch_unix_ms);
+	return last;
 }
 
 /*
@@ -286,8 +464,8 @@ snowflake_generate(int node_id)
 	int64		next_ts;
 
 	/* every id below is at or above last's millisecond */
-	flake_horizon_hold(FLAKE_HORIZON_SNOWFLAKE,
-					   (int64) (last >> seq_bits) + snowflake_epoch_unix_ms);
+	if (unlikely(!flake_horizon_holding[FLAKE_HORIZON_SNOWFLAKE]))
+		last = hold_horizon(node);
 	for (;;)
 	{
 		int64		now = flake_clock_unix_ms() - snowflake_epoch_unix_ms;
@@ -407,6 +585,8 @@ flake_next_node(PG_FUNCTION_ARGS)
 	}
 	flake_require_shared();
 	flake_refuse_in_recovery("flake_next(node)");
+	if (unlikely(!layout_accepted))
+		check_layout();
 
 	/*
 	 * The nodes of flake.rekey_nodes are this server's, but its rekeys give
@@ -447,6 +627,8 @@ flake_next_node(PG_FUNCTION_ARGS)
 					 errhint("Pass a node of that range, or give this server flake.nodes of its own (restart).")));
 	}
 	/* the node's last id may be older than the leased node's */
+	if (!flake_horizon_holding[FLAKE_HORIZON_SNOWFLAKE])
+		raise_to_clock(&nodes[node].node);
 	flake_horizon_lower(FLAKE_HORIZON_SNOWFLAKE,
 						(int64) (pg_atomic_read_u64(&nodes[node].node.last) >> snowflake_sequence_bits) +
 						snowflake_epoch_unix_ms);

@@ -44,6 +44,7 @@
 
 #include "datafile.h"
 #include "shmem.h"
+#include "snowflake.h"
 #include "state.h"
 
 /* pg_control_version of PostgreSQL 13 to 16; flake runs on 15 and later */
@@ -307,8 +308,9 @@ flake_take_over(PG_FUNCTION_ARGS)
 	canonicalize_path(directory);
 	system_identifier = other_directory(directory);
 	flake_state_read_other(directory, system_identifier, &other);
+	snowflake_check_other_layout(directory, other.marks.mark[FLAKE_HWM_SNOWFLAKE]);
 
-	flake_take_over_state(&other, &values[1], &nulls[1]);
+	flake_take_over_state(&other, &other.servers, &values[1], &nulls[1]);
 	ereport(LOG,
 			(errmsg("flake took over the state of the server with system identifier " UINT64_FORMAT " from \"%s\"",
 					system_identifier, directory)));

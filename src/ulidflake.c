@@ -228,6 +228,27 @@ ulidflake_clock_behind(int64 ahead)
 }
 
 /*
+ * A transaction's first value: raise the last value to the end of the
+ * clock's previous millisecond, as ulidflake_horizon() does (the next value
+ * takes the clock's millisecond anyway), so that the horizon is held at the
+ * time of the values to come, not at an idle server's last value (or
+ * 2024-01-01, where none was issued); then hold it there.
+ */
+static pg_noinline void
+hold_horizon(void)
+{
+	int64		now = Min(flake_clock_unix_ms() - ULIDFLAKE_EPOCH_UNIX_MS,
+						  INT64CONST(1) << ULIDFLAKE_TIME_BITS);
+
+	if (now > 0)
+		flake_raise_last(&ulidflake_shared->last,
+						 ((uint64) now << ULIDFLAKE_ENTROPY_BITS) - 1);
+	flake_horizon_start(FLAKE_HORIZON_ULIDFLAKE,
+						(int64) (pg_atomic_read_u64(&ulidflake_shared->last) >> ULIDFLAKE_ENTROPY_BITS) +
+						ULIDFLAKE_EPOCH_UNIX_MS);
+}
+
+/*
  * Issue the next value.  Values run ahead of the clock when a millisecond's
  * entropy is used up or the clock went back, but at most flake.max_borrow,
  * as flake_next()'s do: the last value is shared by every role, so without
@@ -262,11 +283,11 @@ ulidflake_generate(int sid, const char *generator)
 		step = flake_random_byte();
 	while (step == 0);
 
-	last = pg_atomic_read_u64(ulidflake_last);
 	/* every value below is at or above last's millisecond */
-	if (ulidflake_shared != NULL)
-		flake_horizon_hold(FLAKE_HORIZON_ULIDFLAKE,
-						   (int64) (last >> ULIDFLAKE_ENTROPY_BITS) + ULIDFLAKE_EPOCH_UNIX_MS);
+	if (unlikely(!flake_horizon_holding[FLAKE_HORIZON_ULIDFLAKE]) &&
+		ulidflake_shared != NULL)
+		hold_horizon();
+	last = pg_atomic_read_u64(ulidflake_last);
 	for (;;)
 	{
 		int64		now_ms = flake_clock_unix_ms() - ULIDFLAKE_EPOCH_UNIX_MS;

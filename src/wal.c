@@ -28,6 +28,7 @@
 
 #include "claims.h"
 #include "hwm.h"
+#include "layout.h"
 #include "shmem.h"
 #include "state.h"
 #include "wal.h"
@@ -46,7 +47,25 @@ record_is_valid(XLogReaderState *record)
 			(len - sizeof(FlakeMarks)) % sizeof(uint64) == 0;
 	if (info == XLOG_FLAKE_REKEY_CLAIMS)
 		return len > 0 && len % sizeof(FlakeRekeyClaim) == 0;
+	if (info == XLOG_FLAKE_LAYOUT)
+		return len == sizeof(FlakeLayout);
 	return false;
+}
+
+/*
+ * A layout recorded on the primary: recorded here too, so that after a
+ * promotion flake_next() compares its settings with it.
+ */
+static void
+redo_layout(const FlakeLayout *logged)
+{
+	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+	flake_layout_write(logged);
+	flake_shared->layout = *logged;
+	flake_shared->layout_read = true;
+	flake_shared->layout_problem.status = FLAKE_FILE_OK;
+	flake_shared->layout_status = FLAKE_LAYOUT_UNCHECKED;
+	LWLockRelease(flake_shared->lock);
 }
 
 static void
@@ -78,6 +97,13 @@ flake_redo(XLogReaderState *record)
 		memcpy(&logged, XLogRecGetData(record), sizeof(logged));
 		flake_state_redo_set(&flake_shared->state, &flake_shared->marks.value,
 							 flake_shared->lock, &logged);
+	}
+	else if (info == XLOG_FLAKE_LAYOUT)
+	{
+		FlakeLayout logged;
+
+		memcpy(&logged, XLogRecGetData(record), sizeof(logged));
+		redo_layout(&logged);
 	}
 	else
 	{
@@ -115,6 +141,15 @@ flake_desc(StringInfo buf, XLogReaderState *record)
 			appendStringInfo(buf, "%s" UINT64_FORMAT, i == 0 ? "; taken over from servers " : ", ", server);
 		}
 	}
+	else if (info == XLOG_FLAKE_LAYOUT)
+	{
+		FlakeLayout layout;
+
+		memcpy(&layout, XLogRecGetData(record), sizeof(layout));
+		appendStringInfo(buf, "epoch " INT64_FORMAT " ms (Unix time), %d id bits, %d node bits, %d sequence bits",
+						 layout.epoch_unix_ms, layout.id_bits, layout.node_bits,
+						 layout.sequence_bits);
+	}
 	else
 	{
 		for (uint32 i = 0; i < XLogRecGetDataLen(record) / sizeof(FlakeRekeyClaim); i++)
@@ -141,6 +176,8 @@ flake_identify(uint8 info)
 		return "TAKE_OVER";
 	if ((info & ~XLR_INFO_MASK) == XLOG_FLAKE_MARKS_SET)
 		return "MARKS_SET";
+	if ((info & ~XLR_INFO_MASK) == XLOG_FLAKE_LAYOUT)
+		return "LAYOUT";
 	return NULL;
 }
 

@@ -68,8 +68,8 @@ flake_ensure_packages() {
 	fi
 	# interrupted, it still removes the file before it stops
 	trap 'rc=1' INT TERM HUP
-	flake_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-		flake_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+	flake_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq &&
+		flake_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${missing[@]}" >/dev/null ||
 		rc=1
 	trap - INT TERM HUP
 	[ ${#servers[@]} -eq 0 ] || flake_root rm -f "$FLAKE_NO_MAIN_CLUSTER"
@@ -199,9 +199,12 @@ flake_pg_user() {
 	fi
 }
 
+# Run a command as that user.  As root, from /tmp: postgres may not enter root's working directory
+# (/root/flake), and initdb, pg_ctl and psql would each say so.  Callers
+# pass absolute paths.
 flake_as_pg_user() {
 	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- env HOME=/tmp PATH="$PATH" "$@"
+		(cd /tmp && runuser -u postgres -- env HOME=/tmp PATH="$PATH" "$@")
 	else
 		"$@"
 	fi

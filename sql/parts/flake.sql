@@ -23,8 +23,10 @@ COMMENT ON FUNCTION ulidflake_send(ulidflake) IS 'binary output of a ulidflake, 
 
 -- In the string category, as its text form is: a quoted literal where
 -- overloads for ulidflake and bigint meet (flake_timestamp('02N1X2KCSDK1S'))
--- is taken as a ulidflake instead of being ambiguous.  No implicit cast
--- comes with it; text stays the preferred type of the category.
+-- is taken as a ulidflake instead of being ambiguous; where a text
+-- overload is there too (flake_timestamp(text), 1.5), as text, the
+-- category's preferred type, which reads 13 characters as a ulidflake.
+-- No implicit cast comes with it.
 CREATE TYPE ulidflake (
 	INPUT = ulidflake_in,
 	OUTPUT = ulidflake_out,
@@ -407,12 +409,18 @@ COMMENT ON SCHEMA flake_internal IS
 -- (public by default), so that the schema dumps and introspection of
 -- applications' tools (Rails' schema.rb, Django's inspectdb, ...) do not
 -- take it for one of the application's tables.
-CREATE TABLE flake_internal.flake_origin (system_identifier bigint NOT NULL);
+-- taken_over_by (1.5): the server that took over that server's ids in
+-- this database (flake_take_over_ids()); such a take-over is the
+-- database's, not the server's: it goes with the database, and counts only
+-- on that server or one that took over its whole state.
+CREATE TABLE flake_internal.flake_origin (system_identifier bigint NOT NULL, taken_over_by bigint);
 COMMENT ON TABLE flake_internal.flake_origin IS
 	'the servers (system identifiers) whose ids this database may hold: '
 	'flake generates only where flake.hwm covers them all';
 COMMENT ON COLUMN flake_internal.flake_origin.system_identifier IS
 	'the system identifier of a server (pg_control_system()) whose ids this database may hold';
+COMMENT ON COLUMN flake_internal.flake_origin.taken_over_by IS
+	'the server that took over these ids in this database (flake_take_over_ids()), or NULL';
 INSERT INTO flake_internal.flake_origin SELECT system_identifier FROM pg_control_system();
 SELECT pg_catalog.pg_extension_config_dump('flake_internal.flake_origin', '');
 
@@ -470,5 +478,5 @@ CREATE FUNCTION flake_take_over_ids(OUT servers bigint[],
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 REVOKE EXECUTE ON FUNCTION flake_take_over_ids() FROM PUBLIC;
 COMMENT ON FUNCTION flake_take_over_ids() IS
-	'take over the servers flake_origin names from the ids this database holds, '
-	'with no access to them: after restoring a dump of a running server';
+	'take over, in this database only, the servers flake_origin names from the ids '
+	'this database holds, with no access to them: after restoring a dump of a running server';

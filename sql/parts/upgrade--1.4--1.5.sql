@@ -39,3 +39,12 @@ END
 $$;
 DROP TYPE flake_internal.migrate_step;
 DROP TYPE flake_internal.migrate_column;
+
+-- A take-over by flake_take_over_ids() is the database's, recorded in it
+-- (1.4 named the servers in flake.hwm, for every database of the server)
+ALTER TABLE flake_internal.flake_origin ADD COLUMN taken_over_by bigint;
+COMMENT ON COLUMN flake_internal.flake_origin.taken_over_by IS
+	'the server that took over these ids in this database (flake_take_over_ids()), or NULL';
+COMMENT ON FUNCTION flake_take_over_ids() IS
+	'take over, in this database only, the servers flake_origin names from the ids '
+	'this database holds, with no access to them: after restoring a dump of a running server';

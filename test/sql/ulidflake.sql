@@ -60,7 +60,10 @@ SELECT pg_typeof('00CMXB6TAK4SA'::ulidflake::bigint);
 SELECT flake_timestamp('00CMXB6TAK4SA') AT TIME ZONE 'UTC' AS ulidflake_literal,
        flake_timestamp('00cmxb6tak4sa') = flake_timestamp('00CMXB6TAK4SA'::ulidflake) AS same;
 SELECT flake_timestamp(175928847299117063) AT TIME ZONE 'UTC' AS bigint_number;
-SELECT flake_timestamp('175928847299117063');
+-- an id as decimal text (untyped, as drivers send strings) reads as the
+-- bigint (1.5); 13 characters stay a ulidflake's
+SELECT flake_timestamp('175928847299117063') = flake_timestamp(175928847299117063) AS decimal_text,
+       flake_timestamp('0000000000001') = flake_timestamp('0000000000001'::ulidflake) AS thirteen_digits;
 -- nothing else changes: no implicit cast to or from text, an unknown
 -- literal beside a ulidflake is a ulidflake, text is the category's
 -- preferred type

@@ -76,13 +76,23 @@ foreach my $layout ([ 0, 32 ], [ 16, 16 ])
 }
 
 # with a recent epoch the same layouts work; and 0/1 (62 bits of timestamp,
-# beyond PostgreSQL's timestamps) from the default one
+# beyond PostgreSQL's timestamps) from the default one.  Each on a server
+# of its own: this one issued ids up to the end of its 31 bits, which ids
+# of these layouts would repeat (refused since 1.5, t/084).
 my @t = gmtime(time - 86400);
 my $yesterday = sprintf('%04d-%02d-%02d', $t[5] + 1900, $t[4] + 1, $t[3]);
+my $overflow = $node;
+$overflow->stop;
 foreach my $layout ([ 0, 32, "flake.epoch = '$yesterday'" ], [ 16, 16, "flake.epoch = '$yesterday'" ], [ 0, 1, '' ])
 {
 	my ($node_bits, $sequence_bits, $epoch) = @$layout;
-	start_with("flake.node_bits = $node_bits\nflake.sequence_bits = $sequence_bits\n$epoch\n");
+	$node->stop if $node != $overflow;
+	$node = PostgreSQL::Test::Cluster->new("layout_${node_bits}_$sequence_bits");
+	$node->init;
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'flake'\n"
+		  . "flake.node_bits = $node_bits\nflake.sequence_bits = $sequence_bits\n$epoch\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION flake');
 	is( $node->safe_psql('postgres', q{
 			WITH g AS MATERIALIZED (SELECT flake_next() AS id FROM generate_series(1, 1000))
 			SELECT count(DISTINCT id), bool_and(abs(extract(epoch FROM flake_timestamp(id) - clock_timestamp())) < 60)
@@ -102,8 +112,10 @@ fails_with("SELECT flake_from_timestamp('infinity')",
 	qr/HINT:  flake ids cover 2015-01-01 00:00:00\+00 to 294276-12-31 23:59:59.999999\+00/,
 	'the range in messages ends with PostgreSQL\'s');
 
-# the high-water mark of those ids (now) is past the end of a 31-bit layout
-# from 2020: a restart there overflows rather than wrap the mark
+# the high-water mark of the first ids is past the end of their 31-bit
+# layout from 2020: a restart there overflows rather than wrap the mark
+$node->stop;
+$node = $overflow;
 $clock->set('2020-01-25 20:31:20');
 start_with("flake.node_bits = 0\nflake.sequence_bits = 32\nflake.epoch = '2020-01-01 00:00:00.353'\n");
 fails_with('SELECT flake_next()', qr/ERROR:  22003: flake_next\(\) timestamp overflow/,

@@ -29,8 +29,12 @@ like($stderr, qr/ERROR:  55000: flake.rekey_nodes is empty/, 'without flake.reke
 like($stderr, qr/HINT:  Leave some nodes out of flake.nodes/, 'the hint shows what to set');
 is( $node->safe_psql('postgres', q{
 		SELECT detail FROM flake_migrate('rentals', rekey_from => 'at', dry_run => true) WHERE action = 'blocked'}),
-	'flake.rekey_nodes is empty (SQLSTATE 55000). Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys. Hint: Leave some nodes out of flake.nodes, here and on every server that shares keys, and name them in flake.rekey_nodes, for example flake.nodes = \'0-1015\' and flake.rekey_nodes = \'1016-1023\'; then restart the server.',
-	'a dry run lists it as blocked, with what to set');
+	'flake.rekey_nodes is empty (SQLSTATE 55000). Hint: Leave some nodes out of flake.nodes, here and on every server that shares keys, and name them in flake.rekey_nodes, for example flake.nodes = \'0-1015\' and flake.rekey_nodes = \'1016-1023\'; then restart the server. Detail: Rekeyed ids lie in the past, where live ids may exist on every node of flake.nodes, so they are made on nodes reserved for rekeys.',
+	'a dry run lists it as blocked, leading with what to set');
+is( $node->safe_psql('postgres', q{
+		SELECT step, action FROM flake_migrate('rentals', rekey_from => 'at', dry_run => true)
+		WHERE detail LIKE '%public.rentals_flake_map%' ORDER BY step LIMIT 1}),
+	'3|create map', 'and the plan below it names the mapping table (1.4 left its name blank)');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM flake_migrate('rentals', dry_run => true)}),
 	'5', 'migrating without rekeying needs no reserved node');
 

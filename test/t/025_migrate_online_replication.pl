@@ -91,7 +91,7 @@ subscribe('postgres', 's_st', 'p_st');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM st'), '100', 'the subscriber has the rows');
 my ($rc, $out, $err) = online($sub, 'postgres', '-t', 'st', '--dry-run');
 is($rc, 3, 'a subscription target: the dry run refuses');
-like($err, qr/blocked: cannot migrate tables online that a subscription writes into \(SQLSTATE 0A000\)\. public\.st \(subscription s_st\)\..*pg_subscription_rel.*Hint: Migrate them with flake_migrate\(\) \(offline\)/,
+like($err, qr/blocked: cannot migrate tables online that a subscription writes into \(SQLSTATE 0A000\)\. Hint: Migrate them with flake_migrate\(\) \(offline\).*Detail: public\.st \(subscription s_st\)\..*pg_subscription_rel/,
 	'saying which, why, and what to do');
 ($rc, $out, $err) = online($sub, 'postgres', '-t', 'st');
 is($rc, 3, 'and so does the run');
@@ -156,7 +156,7 @@ $sub->safe_psql('allt', $tables);
 subscribe('allt', 's_all', 'p_all');
 ($rc, $out, $err) = online($pub, 'allt', '-t', 'pt', '--dry-run');
 is($rc, 3, 'a table in a FOR ALL TABLES publication: the dry run refuses');
-like($err, qr/blocked: cannot migrate tables online that a publication publishes \(SQLSTATE 0A000\)\. publication p_all \(FOR ALL TABLES\)\. The copies of the tables and their logs.*Hint: Migrate the tables with flake_migrate\(\) \(offline\)/,
+like($err, qr/blocked: cannot migrate tables online that a publication publishes \(SQLSTATE 0A000\)\. Hint: Migrate the tables with flake_migrate\(\) \(offline\).*Detail: publication p_all \(FOR ALL TABLES\)\. The copies of the tables and their logs/,
 	'saying which, why, and what to do');
 ($rc, $out, $err) = online($pub, 'allt', '-t', 'pt');
 is($rc, 3, 'and so does the run');

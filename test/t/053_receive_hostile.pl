@@ -9,7 +9,9 @@
 # own.  An id made 10 minutes ahead of the subscriber's clock stops the
 # apply worker with an error naming the column, id and time, and raises
 # no mark.  A subscription made under flake 1.3 gets the trigger at ALTER
-# EXTENSION flake UPDATE.
+# EXTENSION flake UPDATE.  A role's own ids far ahead, in an INSERT, a COPY
+# or a column made one of ids, are not read (a warning says so) and raise
+# no mark.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -57,6 +59,28 @@ like($err, qr/42501: permission denied to take over another server's flake state
 }, extra_params => [ '-U', 'mallory' ]);
 is($ret, 0, 'a role gives its own table the trigger and inserts an id ahead') or diag($err);
 marks_not_ahead($sub, "a role's own trigger of raise_marks()");
+
+# Ids a role writes itself are read where they come in (an INSERT naming
+# them, COPY, a column made one of ids), but beyond flake.max_borrow ahead
+# of the clock they are not, for a role that is not a superuser: a warning
+# says so
+my $role_ahead = $sub->safe_psql('postgres', q{SELECT flake_from_timestamp(now() + interval '4 minutes')});
+foreach my $load (
+	[ 'an INSERT naming it', "INSERT INTO consts VALUES ($role_ahead);" ],
+	[ 'COPY', "COPY consts FROM STDIN;\n$role_ahead\n\\.\n" ],
+	[ 'SET DEFAULT', "CREATE TABLE later (id bigint); INSERT INTO later VALUES ($role_ahead);
+		ALTER TABLE later ALTER COLUMN id SET DEFAULT public.flake_next();" ])
+{
+	($ret, $out, $err) = $sub->psql('postgres', qq{
+		SET search_path = mallory;
+		CREATE TABLE IF NOT EXISTS consts (id bigint DEFAULT public.flake_next());
+		$load->[1]}, extra_params => [ '-U', 'mallory' ]);
+	like($err, qr/later than this server's clock allows/,
+		"a role's id 4 minutes ahead, through $load->[0]: not read, and said");
+	marks_not_ahead($sub, "a role's id 4 minutes ahead, through $load->[0]");
+}
+# the rows are in, not read: flake_take_over_ids() below would read them
+$sub->safe_psql('postgres', 'DROP TABLE mallory.consts, mallory.later');
 
 # A session with look-alikes first in its search_path: a flake_origin
 # naming a server, a generator of the role's in a column's default (its

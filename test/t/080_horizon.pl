@@ -162,12 +162,14 @@ cmp_ok($missed, '>', 0, "without the horizon, the same poller misses rows ($miss
 # An open transaction holds the horizon at or below its ids, and the view
 # names its backend; the horizon moves on once it ends.
 my $open = $node->background_psql('postgres');
-my $open_id = $open->query_safe('BEGIN; INSERT INTO events (writer) VALUES (-1) RETURNING id;');
+my ($open_id, $open_u) = split /\|/,
+  $open->query_safe('BEGIN; INSERT INTO events (writer) VALUES (-1) RETURNING id, u;');
 my $open_pid = $open->query_safe('SELECT pg_backend_pid()');
 cmp_ok($node->safe_psql('postgres', 'SELECT flake_horizon()'), '<=', $open_id,
 	'an open transaction holds the horizon at or below its id');
 is($node->safe_psql('postgres',
-		"SELECT count(*) FROM flake_horizon_holders WHERE pid = $open_pid AND since <= flake_timestamp($open_id)"),
+		"SELECT count(*) FROM flake_horizon_holders WHERE pid = $open_pid AND since <= CASE generator
+			WHEN 'flake_next' THEN flake_timestamp($open_id) ELSE flake_timestamp('$open_u'::ulidflake) END"),
 	'2', 'flake_horizon_holders shows its backend, for both families');
 $open->query_safe('COMMIT');
 $open->quit;

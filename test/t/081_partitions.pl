@@ -132,7 +132,7 @@ is($node->safe_psql('postgres', q{
 # the interval, the year filled in, and its retention.
 SKIP:
 {
-	skip 'pg_partman is not installed (Debian: postgresql-15-partman; .ci/run installs it)', 7
+	skip 'pg_partman is not installed (apt-get install postgresql-' . $node->pg_version->major . '-partman)', 7
 	  unless $node->safe_psql('postgres',
 		q{SELECT count(*) FROM pg_available_extensions WHERE name = 'pg_partman'}) eq '1';
 

@@ -68,7 +68,7 @@ like($stderr, qr/NOTICE:  issued $per_node up to 9007199254737407\b/,
 
 SKIP:
 {
-	skip 'node (JavaScript) is not installed', 2 unless `node --version 2>/dev/null` =~ /^v/;
+	skip 'Node is not installed (apt-get install nodejs)', 2 unless `node --version 2>/dev/null` =~ /^v/;
 
 	my $json = $node->basedir . '/ids.json';
 	my $texts = $node->safe_psql('postgres', q{

@@ -276,7 +276,8 @@ sub citus_required
 {
 	my $pkglibdir = `pg_config --pkglibdir`;
 	chomp $pkglibdir;
-	plan skip_all => "Citus is not installed in $pkglibdir (install it there, or let make check-citus build it from ../shared/citus; see docs/development.md, Citus)"
+	my $major = `pg_config --version` =~ /(\d+)/ ? $1 : 'NN';
+	plan skip_all => "Citus is not installed in $pkglibdir (a postgresql-$major-citus-* package, from Citus's apt repository: Debian has none; or see docs/development.md, Citus)"
 	  unless -e "$pkglibdir/citus.so";
 }
 

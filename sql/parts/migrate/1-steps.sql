@@ -79,8 +79,8 @@ COMMENT ON FUNCTION flake_internal.migrate_read_as_owner(regclass, text, boolean
 
 --
 -- A blocker found by a dry run, as a plan step: the error it would raise,
--- with its detail and its hint, so that the dry run says what to do as the
--- real run's error does.
+-- then its hint and its detail, so that the dry run leads with what stops
+-- it and what to do, as the real run's error says them.
 --
 CREATE FUNCTION flake_internal.migrate_blocked(message text, sqlstate text, detail text,
 													 hint text DEFAULT NULL)
@@ -90,7 +90,8 @@ CREATE FUNCTION flake_internal.migrate_blocked(message text, sqlstate text, deta
 AS $$
 	SELECT ROW('blocked',
 			   format('%s (SQLSTATE %s)', message, sqlstate)
-			   || coalesce('. ' || nullif(concat_ws(' ', detail, 'Hint: ' || hint), ''), ''),
+			   || coalesce('. ' || nullif(concat_ws(' ', 'Hint: ' || hint, 'Detail: ' || detail), ''),
+						   ''),
 			   false, false, NULL)::flake_internal.migrate_step
 $$;
 COMMENT ON FUNCTION flake_internal.migrate_blocked(text, text, text, text) IS

@@ -261,6 +261,32 @@ COMMENT ON FUNCTION flake_internal.migrate_candidates(regclass, name,
 	'without a foreign key';
 
 --
+-- The name of a rekey's mapping table: <table>_flake_map, in the table's
+-- schema, the table's name shortened to fit.  Apart from the checks of
+-- migrate_map_name(), so that a dry run they block still names it.
+--
+CREATE FUNCTION flake_internal.migrate_map_rel(tbl regclass)
+	RETURNS text
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	rel			record;
+	map_name	text;
+BEGIN
+	SELECT c.relname, n.nspname INTO rel
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
+	map_name := rel.relname;
+	WHILE octet_length(map_name || '_flake_map') > 63 LOOP
+		map_name := left(map_name, -1);
+	END LOOP;
+	RETURN format('%I.%I', rel.nspname, map_name || '_flake_map');
+END
+$$;
+COMMENT ON FUNCTION flake_internal.migrate_map_rel(regclass) IS
+	'flake_migrate() helper: the name of a rekey''s mapping table';
+
+--
 -- Rekeying's arguments and prerequisites; returns the mapping table's name.
 --
 CREATE FUNCTION flake_internal.migrate_map_name(tbl regclass, col name, generator text,
@@ -271,8 +297,6 @@ CREATE FUNCTION flake_internal.migrate_map_name(tbl regclass, col name, generato
 AS $$
 DECLARE
 	rekey_type	oid;
-	rel			record;
-	map_name	text;
 	map_rel		text;
 BEGIN
 	IF generator = 'randflake_next' THEN
@@ -330,13 +354,7 @@ BEGIN
 				  HINT = 'Add a primary key or a unique constraint on the column first.';
 	END IF;
 
-	SELECT c.relname, n.nspname INTO rel
-	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
-	map_name := rel.relname;
-	WHILE octet_length(map_name || '_flake_map') > 63 LOOP
-		map_name := left(map_name, -1);
-	END LOOP;
-	map_rel := format('%I.%I', rel.nspname, map_name || '_flake_map');
+	map_rel := flake_internal.migrate_map_rel(tbl);
 	IF to_regclass(map_rel) IS NOT NULL THEN
 		RAISE EXCEPTION 'relation % already exists', map_rel
 			USING ERRCODE = 'duplicate_table',

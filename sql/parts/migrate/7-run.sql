@@ -346,6 +346,8 @@ BEGIN
 			GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE,
 									det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
 			blocked := blocked || flake_internal.migrate_blocked(msg, state, det, hint);
+			-- the plan below it names the table all the same
+			map_rel := flake_internal.migrate_map_rel(tbl);
 		END;
 	END IF;
 	BEGIN

@@ -18,17 +18,11 @@ import django
 import psycopg2
 from django.conf import settings
 
+from connection import DATABASES
+
 settings.configure(
     INSTALLED_APPS=["shop"],
-    DATABASES={
-        "default": {
-            "ENGINE": "django.db.backends.postgresql",
-            "HOST": os.environ["PGHOST"],
-            "PORT": os.environ["PGPORT"],
-            "USER": os.environ["PGUSER"],
-            "NAME": os.environ["PGDATABASE"],
-        }
-    },
+    DATABASES=DATABASES,
     DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
     USE_TZ=True,
 )
