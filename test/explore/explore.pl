@@ -1017,12 +1017,13 @@ sub back_up
 	return { sqlstate => 'start', message => 'the server did not come back' };
 }
 
-# a subscription's tables synchronized (or a stall)
+# a subscription's tables synchronized, or a stall after 90 s (a busy
+# machine takes 20 s and more: a shorter wait made replays differ)
 sub synced
 {
 	my ($w, $db) = @_;
 	my $node = $w->{node}{ $w->{server_of}{$db} };
-	for (1 .. 200)
+	for (1 .. 900)
 	{
 		my ($n) = query($w, $db, "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')");
 		return undef if defined $n && $n == 0;
