@@ -1023,7 +1023,8 @@ sub synced
 {
 	my ($w, $db) = @_;
 	my $node = $w->{node}{ $w->{server_of}{$db} };
-	for (1 .. 900)
+	my $deadline = time() + 90;
+	while (time() < $deadline)
 	{
 		my ($n) = query($w, $db, "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')");
 		return undef if defined $n && $n == 0;
