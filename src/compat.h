@@ -88,6 +88,18 @@
 #endif
 
 /*
+ * An index scan: PostgreSQL 18 adds the caller's instrumentation (its
+ * callers include access/genam.h).
+ */
+#if PG_VERSION_NUM >= 180000
+#define flake_index_beginscan(rel, index, snapshot, nkeys) \
+	index_beginscan(rel, index, snapshot, NULL, nkeys, 0)
+#else
+#define flake_index_beginscan(rel, index, snapshot, nkeys) \
+	index_beginscan(rel, index, snapshot, nkeys, 0)
+#endif
+
+/*
  * This backend's PGPROC number: PostgreSQL 17 names it MyProcNumber.
  * Callers include storage/proc.h.
  */

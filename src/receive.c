@@ -42,8 +42,15 @@
  * trigger (CREATE and ALTER SUBSCRIPTION, CREATE and ALTER EXTENSION),
  * after ALTER TABLE that makes a column one of ids, attaches a partition
  * or enables triggers, and after COPY FROM; an INSERT's constant ids are
- * read at parse analysis.  Ids of this server are below its marks, so
- * reading them changes nothing; none of this is on the generators' path.
+ * read at parse analysis.  An application's COPY may come every second
+ * into a large table: one that leaves out the columns of ids brings only
+ * this server's and is not read, and a column of snowflake or ulidflake
+ * ids, which grow with time, with a btree index of PostgreSQL's own
+ * integer operators is read at the index's end (its newest id, to whose
+ * millisecond every node is raised); only randflake columns and those
+ * without such an index are scanned.  Ids of this server are below its
+ * marks, so reading them changes nothing; none of this is on the
+ * generators' path.
  * A role that is not a superuser may raise the marks up to
  * flake.max_borrow ahead of the clock only.
  *
@@ -72,10 +79,14 @@
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/skey.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/dependency.h"
 #include "catalog/indexing.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "access/xlog.h"
@@ -760,6 +771,163 @@ scan_table(Relation rel, const ReceivedColumn *columns, int ncolumns,
 }
 
 /*
+ * An index whose end holds a column's newest ids: a btree, valid and
+ * ready, led by the column itself (no expression, no predicate), with
+ * PostgreSQL's own operator family for integers (bigint) or flake's for
+ * ulidflake (int8's comparison), so that no code of anyone's runs in its
+ * scan; NULL if the table has none.  Opened with AccessShareLock.
+ */
+static Relation
+newest_index(Relation rel, AttrNumber attnum)
+{
+	Oid			flake = get_extension_oid("flake", true);
+	List	   *indexes = RelationGetIndexList(rel);
+	Relation	found = NULL;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = index->rd_index;
+
+		if (found == NULL && index->rd_rel->relam == BTREE_AM_OID &&
+			form->indisvalid && form->indisready && form->indislive &&
+			form->indkey.values[0] == attnum &&
+			((index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
+			  index->rd_opcintype[0] == INT8OID) ||
+			 (OidIsValid(flake) &&
+			  getExtensionOfObject(OperatorFamilyRelationId, index->rd_opfamily[0]) == flake)) &&
+			heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+			heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL))
+			found = index;
+		else
+			index_close(index, AccessShareLock);
+	}
+	list_free(indexes);
+	return found;
+}
+
+/*
+ * Raise the marks above the newest id of a column of snowflake or
+ * ulidflake ids, which grow with time, found at the end of its index under
+ * the values too far ahead (counted in skipped; negative values, none of
+ * them ids, come last).  The table's older ids on other nodes are not
+ * read: every node is raised to the newest id's millisecond, as a restart
+ * raises them to the mark (ulidflake has one last value).
+ */
+static void
+read_index_end(Relation rel, const ReceivedColumn *col, Relation index,
+			   int64 max_ahead_ms, int64 *skipped, FlakeMarks *newest)
+{
+	ScanDirection direction = (index->rd_indoption[0] & INDOPTION_DESC) ?
+	ForwardScanDirection : BackwardScanDirection;
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	IndexScanDesc scan = flake_index_beginscan(rel, index, GetActiveSnapshot(), 1);
+	ScanKeyData not_null;
+
+	ScanKeyEntryInitialize(&not_null, SK_ISNULL | SK_SEARCHNOTNULL, 1, InvalidStrategy,
+						   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+	index_rescan(scan, &not_null, 1, NULL, 0);
+	while (index_getnext_slot(scan, direction, slot))
+	{
+		bool		isnull;
+		Datum		value = slot_getattr(slot, col->attnum, &isnull);
+		int64		mark;
+		uint64		raw;
+
+		if (isnull || DatumGetInt64(value) < 0)
+			break;
+		if (!decode_received(rel, col, value, max_ahead_ms, skipped, &mark, &raw))
+		{
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
+		newest->mark[col->family] = Max(newest->mark[col->family], mark);
+		if (col->family == FLAKE_HWM_SNOWFLAKE)
+		{
+			uint64		ms_part = raw & ~(((uint64) 1 << (snowflake_node_bits + snowflake_sequence_bits)) - 1);
+
+			for (uint64 node = 0; node < ((uint64) 1 << snowflake_node_bits); node++)
+				snowflake_raise_node((int64) (ms_part | (node << snowflake_sequence_bits)));
+		}
+		else
+			raise_node(col->family, raw);
+		break;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
+ * Keep of a table's columns of ids those a COPY names (named: its column
+ * list; NIL, every column): a column it leaves out takes its default, ids
+ * of this server.  Their number.
+ */
+static int
+named_columns(Relation rel, ReceivedColumn *columns, int ncolumns, List *named)
+{
+	int			n = 0;
+
+	if (named == NIL)
+		return ncolumns;
+	for (int i = 0; i < ncolumns; i++)
+	{
+		const char *name = NameStr(TupleDescAttr(RelationGetDescr(rel),
+												 columns[i].attnum - 1)->attname);
+		ListCell   *lc;
+
+		foreach(lc, named)
+		{
+			if (strcmp(strVal(lfirst(lc)), name) == 0)
+			{
+				columns[n++] = columns[i];
+				break;
+			}
+		}
+	}
+	return n;
+}
+
+/*
+ * Raise the marks above the ids of some columns of a table: a column of
+ * snowflake or ulidflake ids with an index at whose end its newest ids are
+ * (newest_index) through that index, the others (randflake ids are
+ * encrypted, their order is not their time's; a restore creates indexes
+ * after the data) in one scan of the table.
+ */
+static void
+read_columns(Relation rel, ReceivedColumn *columns, int ncolumns,
+			 int64 max_ahead_ms, FlakeMarks *newest)
+{
+	int64		skipped = 0;
+	int			nscanned = 0;
+
+	for (int i = 0; i < ncolumns; i++)
+	{
+		Relation	index = NULL;
+
+		if (columns[i].family != FLAKE_HWM_RANDFLAKE)
+			index = newest_index(rel, columns[i].attnum);
+		if (index == NULL)
+		{
+			columns[nscanned++] = columns[i];
+			continue;
+		}
+		elog(DEBUG1, "flake reads the newest ids of table \"%s\" through index \"%s\"",
+			 RelationGetRelationName(rel), RelationGetRelationName(index));
+		read_index_end(rel, &columns[i], index, max_ahead_ms, &skipped, newest);
+		index_close(index, AccessShareLock);
+	}
+	if (nscanned > 0)
+	{
+		elog(DEBUG1, "flake reads the ids of table \"%s\" in a scan",
+			 RelationGetRelationName(rel));
+		(void) scan_table(rel, columns, nscanned, max_ahead_ms, &skipped, newest, NULL);
+	}
+	warn_skipped(rel, skipped, max_ahead_ms);
+}
+
+/*
  * The trigger of the function a table has, NULL if none: its name and how
  * it is enabled (TRIGGER_FIRES_*).
  */
@@ -781,10 +949,12 @@ find_trigger(Relation rel, Oid funcid)
  * are below its marks already, so reading them changes nothing.  Values
  * too far ahead (more than flake.max_borrow for roles other than
  * superusers: a role could otherwise hold every generator back) are not
- * read, with a warning.
+ * read, with a warning.  After a COPY (copy given), only the relations it
+ * writes (not the children of a table that is not partitioned) and the
+ * columns it names.
  */
 static void
-read_table(Oid relid)
+read_table(Oid relid, const CopyStmt *copy)
 {
 	int64		max_ahead_ms = superuser() ? FLAKE_RECEIVE_MAX_AHEAD_MS : snowflake_max_borrow_ms;
 	FlakeMarks	newest;
@@ -794,7 +964,10 @@ read_table(Oid relid)
 	if (flake_shared == NULL || RecoveryInProgress())
 		return;
 	memset(&newest, 0, sizeof(newest));
-	relids = find_all_inheritors(relid, AccessShareLock, NULL);
+	if (copy != NULL && get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		relids = list_make1_oid(relid);
+	else
+		relids = find_all_inheritors(relid, AccessShareLock, NULL);
 	/* the rows the statement just wrote too, and every row committed */
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetLatestSnapshot());
@@ -807,13 +980,10 @@ read_table(Oid relid)
 		if (rel == NULL)
 			continue;
 		if (rel->rd_rel->relkind == RELKIND_RELATION &&
-			(ncolumns = received_columns(rel, &columns)) > 0)
-		{
-			int64		skipped = 0;
-
-			(void) scan_table(rel, columns, ncolumns, max_ahead_ms, &skipped, &newest, NULL);
-			warn_skipped(rel, skipped, max_ahead_ms);
-		}
+			(ncolumns = received_columns(rel, &columns)) > 0 &&
+			(ncolumns = named_columns(rel, columns, ncolumns,
+									  copy != NULL ? copy->attlist : NIL)) > 0)
+			read_columns(rel, columns, ncolumns, max_ahead_ms, &newest);
 		relation_close(rel, AccessShareLock);
 	}
 	PopActiveSnapshot();
@@ -872,7 +1042,7 @@ add_trigger(Oid relid, Oid funcid)
 							  name), false, 0) != SPI_OK_UTILITY) ||
 		SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not add trigger " RAISE_MARKS_TRIGGER " to table %s", name);
-	read_table(relid);
+	read_table(relid, NULL);
 	return true;
 }
 
@@ -949,7 +1119,7 @@ flake_receive_altered_table(AlterTableStmt *stmt)
 	target = subscribed_relation(relid);
 	SPI_connect();
 	if (!OidIsValid(target) || !add_trigger(target, funcid))
-		read_table(relid);
+		read_table(relid, NULL);
 	/* a partition attached keeps its own trigger's state */
 	if (OidIsValid(target))
 	{
@@ -968,7 +1138,9 @@ flake_receive_altered_table(AlterTableStmt *stmt)
  * After COPY ... FROM into a table (flake's ProcessUtility hook): a restore
  * of a dump of some tables or schemas only (pg_dump -t, -n, --data-only)
  * carries no flake_origin, so nothing refuses to generate in the database,
- * and its ids came from another server: read them.
+ * and its ids came from another server: read them.  Not the whole table
+ * on every COPY of an application: a COPY that leaves out the columns of
+ * ids brings none, and an index reads the newest (read_columns).
  */
 void
 flake_receive_copied_table(CopyStmt *stmt)
@@ -979,7 +1151,7 @@ flake_receive_copied_table(CopyStmt *stmt)
 		flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
 		!OidIsValid(relid = RangeVarGetRelid(stmt->relation, NoLock, true)))
 		return;
-	read_table(relid);
+	read_table(relid, stmt);
 }
 
 /*
