@@ -11,6 +11,8 @@ Try and test
   test                build, install and run every suite: "N passed, N failed, N skipped"
   prove_installcheck  the TAP tests, on servers of their own (also: check-tap)
   check-citus         the Citus test: a coordinator and two workers
+  explore             random orders of operators' steps and faults, checked for ids
+                      issued twice (EXPLORE_SEED=n, EXPLORE_SECONDS, EXPLORE_INSTALLED=1)
   sql-edition         the SQL edition's two scripts (pg_tle, plain SQL); prints their paths
   matrix              make test on every major, in Debian chroots (PG_MAJORS="17 18")
   cross-major         pg_upgrade and pg_upgradecluster 15 -> 17 -> 18, in a Debian chroot
@@ -45,7 +47,7 @@ help:
 # Scripts that start servers, as an unprivileged user when run as root
 # (tools/lib.sh).  They and the targets after them in this list need no
 # PGXS: they install PostgreSQL themselves, or use none.
-FLAKE_WITHOUT_PGXS = help test demo matrix packages check-citus sql-edition bench bench-baseline bench-migrate bench-online \
+FLAKE_WITHOUT_PGXS = help test demo matrix packages check-citus explore sql-edition bench bench-baseline bench-migrate bench-online \
 	check-meta check-paths check-majors list-regress list-isolation dist
 test:
 	$(FLAKE_SRC)/tools/run
@@ -59,6 +61,8 @@ packages:
 	$(FLAKE_SRC)/tools/packages
 check-citus:
 	$(FLAKE_SRC)/tools/citus
+explore:
+	$(FLAKE_SRC)/tools/explore
 sql-edition:
 	@$(FLAKE_SRC)/tools/sql-edition $(CURDIR)/sql-edition
 bench:
@@ -127,6 +131,6 @@ dist:
 	git -C $(FLAKE_SRC) archive --format zip --prefix=flake-$(DIST_VERSION)/ \
 		--output $(abspath $(DIST_DIR))/flake-$(DIST_VERSION).zip HEAD
 
-.PHONY: help test demo matrix cross-major packages check-citus sql-edition bench bench-baseline bench-migrate bench-online check-regress check-isolation \
+.PHONY: help test demo matrix cross-major packages check-citus explore sql-edition bench bench-baseline bench-migrate bench-online check-regress check-isolation \
 	check-structure check-meta check-paths check-examples check-majors list-regress list-isolation check-unit indent \
 	check-indent dist
