@@ -1171,9 +1171,9 @@ flake_receive_subscribed_tables(void)
 	List	   *relids = NIL;
 	ListCell   *lc;
 
-	if (flake_shared == NULL || !OidIsValid(flake_extension_schema()) ||
-		!OidIsValid(funcid = raise_marks_function()))
+	if (flake_shared == NULL || !OidIsValid(flake_extension_schema()))
 		return;
+	funcid = raise_marks_function();
 	catalog = table_open(SubscriptionRelRelationId, AccessShareLock);
 	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
@@ -1183,6 +1183,22 @@ flake_receive_subscribed_tables(void)
 	table_close(catalog, AccessShareLock);
 	if (relids == NIL)
 		return;
+
+	/*
+	 * The extension in this database is older than the trigger (1.4) while
+	 * this library runs: the rows its subscriptions bring are not read until
+	 * the update, which reads them.  Said here, at every subscription and
+	 * extension command, rather than found after a cutover.
+	 */
+	if (!OidIsValid(funcid))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("flake in this database is older than 1.4: the ids its subscriptions bring are not read"),
+				 errdetail("After a cutover this server would issue the publisher's ids again."),
+				 errhint("Run ALTER EXTENSION flake UPDATE in this database: it reads the rows received so far and those after.")));
+		return;
+	}
 
 	SPI_connect();
 	foreach(lc, relids)

@@ -26,7 +26,9 @@ stop_clocks(1, $blue_clock, $green_clock);
 $_->safe_psql('postgres', 'CREATE DATABASE updated') foreach ($blue, $green);
 $blue->safe_psql('updated', 'CREATE EXTENSION flake;' . move_tables() . 'CREATE PUBLICATION p FOR TABLE tf, tr;');
 $green->safe_psql('updated', q{CREATE EXTENSION flake VERSION '1.3';} . move_tables());
-subscribe($green, 'updated', $blue, 'updated', 'p');
+like(subscribe($green, 'updated', $blue, 'updated', 'p'),
+	qr/WARNING:  flake in this database is older than 1\.4: the ids its subscriptions bring are not read.*HINT:  Run ALTER EXTENSION flake UPDATE/s,
+	'CREATE SUBSCRIPTION where the extension is older than 1.4 says its ids are not read, naming the update');
 is(write_rows($blue, 'updated', $_, 'blue'), 0, "blue writes $_") foreach sort keys %move_generator;
 $blue->wait_for_catchup('updated');
 is($green->safe_psql('updated', $tables), '', 'at 1.3 the subscribed tables have no trigger');
