@@ -235,8 +235,11 @@ is($coord->safe_psql('postgres', $rows_by_group . q{
 is($coord->safe_psql('postgres', 'SELECT count(*) FROM flake_citus_check()'), '0',
 	'explicit ranges: the cluster check finds nothing');
 
-# --- a group beyond the layout: with 5 node bits, flake_next() has 2 groups
-$w2->append_conf('postgresql.conf', "flake.nodes = ''\nflake.randflake_nodes = '0-131071'\nflake.node_bits = 5\n");
+# --- a group beyond the layout: with 5 node bits, flake_next() has 2 groups.
+# The sequence takes the 5 bits the nodes give up, so that the layout keeps
+# every new id above those this worker issued (else flake_next() refuses
+# the layout first: t/084).
+$w2->append_conf('postgresql.conf', "flake.nodes = ''\nflake.randflake_nodes = '0-131071'\nflake.node_bits = 5\nflake.sequence_bits = 17\n");
 $w2->restart;
 ($rc, $stdout, $stderr) = $w2->psql('postgres', 'SELECT flake_next()');
 like($stderr, qr/flake_next\(\) cannot know its node range: Citus group 3 is beyond the groups its node space holds/,
