@@ -411,6 +411,18 @@ lease_node(void)
 }
 
 /*
+ * The clock's millisecond since flake.epoch, at most one past the layout's
+ * end: a node raised to the end of the millisecond before it (the last id
+ * of that millisecond) takes the clock's millisecond next.
+ */
+static int64
+clock_ms_since_epoch(void)
+{
+	return Min(flake_clock_unix_ms() - snowflake_epoch_unix_ms,
+			   snowflake_max_timestamp() + 1);
+}
+
+/*
  * Raise a node to the end of the clock's previous millisecond, as
  * flake_horizon() does: its next id takes the clock's millisecond anyway,
  * and its last id then tells the time of the ids to come, not that of an
@@ -419,8 +431,7 @@ lease_node(void)
 static void
 raise_to_clock(FlakeNode *node)
 {
-	int64		now = Min(flake_clock_unix_ms() - snowflake_epoch_unix_ms,
-						  snowflake_max_timestamp() + 1);
+	int64		now = clock_ms_since_epoch();
 
 	if (now > 0)
 		flake_raise_last(&node->last, ((uint64) now << snowflake_sequence_bits) - 1);
@@ -805,8 +816,7 @@ flake_horizon(PG_FUNCTION_ARGS)
 	int64		horizon;
 
 	flake_horizon_refuse_in_recovery("flake_horizon()");
-	now = Min(flake_clock_unix_ms() - snowflake_epoch_unix_ms,
-			  snowflake_max_timestamp() + 1);
+	now = clock_ms_since_epoch();
 	if (now > 0)
 	{
 		uint64		floor = ((uint64) now << snowflake_sequence_bits) - 1;
