@@ -10,6 +10,7 @@
 #include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "parser/analyze.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -27,12 +28,14 @@
 #include "snowflake_settings.h"
 #include "ulidflake.h"
 #include "wal.h"
+#include "compat.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
+static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
 
 PG_FUNCTION_INFO_V1(flake_library_version);
 
@@ -104,6 +107,20 @@ flake_process_utility(PlannedStmt *pstmt, const char *queryString,
 		flake_receive_copied_table((CopyStmt *) stmt);
 }
 
+/*
+ * flake's one post-parse-analyze hook: the log filter notes a Parse
+ * message that names a key word, and an INSERT's constant ids raise the
+ * marks (receive.c).
+ */
+static void
+flake_post_parse_analyze(ParseState *pstate, Query *query, FLAKE_JUMBLE_STATE * jstate)
+{
+	if (prev_post_parse_analyze)
+		prev_post_parse_analyze(pstate, query, jstate);
+	flake_log_filter_after_parse(pstate, query);
+	flake_receive_inserted_constants(query);
+}
+
 void
 _PG_init(void)
 {
@@ -116,7 +133,8 @@ _PG_init(void)
 	snowflake_check_settings();
 
 	flake_log_filter_init();
-	flake_receive_init();
+	prev_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = flake_post_parse_analyze;
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = flake_process_utility;
 

@@ -106,7 +106,6 @@ static HTAB *keyed_prepared = NULL;
  */
 static bool keyed_parsed = false;
 
-static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
 /*
  * Does the text mention a key word, or EXECUTE while the session holds a
@@ -435,11 +434,9 @@ note_prepared(const char *name)
  * portal (PREPARE, functions' statements and a simple query's are in one,
  * or have no parameters).
  */
-static void
-flake_post_parse_analyze(ParseState *pstate, Query *query, FLAKE_JUMBLE_STATE * jstate)
+void
+flake_log_filter_after_parse(ParseState *pstate, Query *query)
 {
-	if (prev_post_parse_analyze_hook)
-		prev_post_parse_analyze_hook(pstate, query, jstate);
 	if (!keyed_parsed && ActivePortal == NULL &&
 		pstate->p_paramref_hook != NULL && pstate->p_sourcetext != NULL)
 	{
@@ -498,6 +495,4 @@ flake_log_filter_init(void)
 {
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = flake_emit_log;
-	prev_post_parse_analyze_hook = post_parse_analyze_hook;
-	post_parse_analyze_hook = flake_post_parse_analyze;
 }

@@ -9,6 +9,7 @@
 #define FLAKE_LOGFILTER_H
 
 #include "nodes/nodes.h"
+#include "parser/parse_node.h"
 
 /*
  * flake's refusal of a malformed flake.randflake_secret: its detail gives
@@ -21,6 +22,7 @@
 #define FLAKE_SECRET_FILE_REFUSED "invalid value for parameter \"flake.randflake_secret_file\""
 
 extern void flake_log_filter_init(void);
+extern void flake_log_filter_after_parse(ParseState *pstate, Query *query);
 extern void flake_log_filter_before_utility(Node *stmt);
 extern void flake_log_filter_after_utility(Node *stmt);
 

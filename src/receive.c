@@ -103,7 +103,6 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
-#include "parser/analyze.h"
 #include "parser/parsetree.h"
 #include "replication/logicalworker.h"
 #include "storage/lmgr.h"
@@ -158,7 +157,6 @@ typedef struct ReceivedTable
 
 static HTAB *received_tables = NULL;
 
-static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
 PG_FUNCTION_INFO_V1(flake_raise_marks);
 PG_FUNCTION_INFO_V1(flake_take_over_ids);
@@ -562,8 +560,8 @@ read_constant(Relation rel, const ReceivedColumn *col, Node *expr, int64 max_ahe
  * Raising them before the rows are in is harmless: ids of this server are
  * below its marks already.  Parameters and expressions are not read.
  */
-static void
-read_inserted_constants(Query *query)
+void
+flake_receive_inserted_constants(Query *query)
 {
 	RangeTblEntry *target;
 	int			values_index = 0;
@@ -617,22 +615,6 @@ read_inserted_constants(Query *query)
 	}
 	warn_skipped(rel, skipped, max_ahead_ms);
 	relation_close(rel, NoLock);
-}
-
-static void
-receive_post_parse_analyze(ParseState *pstate, Query *query, FLAKE_JUMBLE_STATE * jstate)
-{
-	if (prev_post_parse_analyze_hook)
-		prev_post_parse_analyze_hook(pstate, query, jstate);
-	read_inserted_constants(query);
-}
-
-/* From _PG_init: read the ids INSERTs name (read_inserted_constants). */
-void
-flake_receive_init(void)
-{
-	prev_post_parse_analyze_hook = post_parse_analyze_hook;
-	post_parse_analyze_hook = receive_post_parse_analyze;
 }
 
 /*

@@ -10,7 +10,7 @@
 
 #include "nodes/parsenodes.h"
 
-extern void flake_receive_init(void);
+extern void flake_receive_inserted_constants(Query *query);
 extern void flake_receive_subscribed_tables(void);
 extern void flake_receive_altered_table(AlterTableStmt *stmt);
 extern void flake_receive_copied_table(CopyStmt *stmt);
