@@ -47,11 +47,11 @@ $ENV{PGOPTIONS} = '-c statement_timeout=5s';
 my $say = Test::More->builder->output;
 $say->autoflush(1);
 
-my $secret = '000102030405060708090a0b0c0d0e0f';
-my %family = (tf => 'flake', tu => 'ulidflake', tr => 'randflake', tp => 'flake');
-my %generator = (tf => 'flake_next()', tu => 'ulidflake_next()', tr => 'randflake_next()', tp => 'flake_next()');
-my @tables = qw(tf tu tr tp);
-my $rows = 200;
+our $secret = '000102030405060708090a0b0c0d0e0f';
+our %family = (tf => 'flake', tu => 'ulidflake', tr => 'randflake', tp => 'flake');
+our %generator = (tf => 'flake_next()', tu => 'ulidflake_next()', tr => 'randflake_next()', tp => 'flake_next()');
+our @tables = qw(tf tu tr tp);
+our $rows = 200;
 
 # --- the PRNG: xorshift32, the same sequence on every machine
 my $rng_state;
@@ -148,8 +148,10 @@ sub table_sql
 # again when the history runs); apply($m, $a): the model after it;
 # run($w, $a, $step): what it does, returning undef or the error of a
 # refusal.  The generator picks an operation by weight among those with
-# arguments, then one of its argument sets.
-my %op;
+# arguments, then one of its argument sets.  Operations of a concern of
+# their own (faults of the machine, other topologies) are in
+# test/explore/ops/*.pl, each adding its entries to %op.
+our %op;
 
 %op = (
 	# the extension at the current version, or (one time in four) at 1.3,
@@ -726,6 +728,11 @@ my %op;
 	},
 );
 
+foreach my $file (sort glob "$FindBin::RealBin/ops/*.pl")
+{
+	do $file or die "$file: " . ($@ || $!);
+}
+
 # a poll as docs/consumers.md says: the horizon H, then the rows above the
 # largest id read and below H; each read once, none missed below the
 # largest id read
@@ -808,8 +815,8 @@ sub parse_step
 }
 
 # --- the world: two servers of one installation, one clock (stopped)
-my $run_dir;
-my $world_count = 0;
+our $run_dir;
+our $world_count = 0;
 
 sub new_world
 {
