@@ -75,7 +75,9 @@ is_flake_extension_stmt(Node *stmt)
  * the marks above the ids arriving (receive.c), also those subscribed
  * before flake was installed or updated; a table that comes to hold ids
  * flake has not read (ALTER TABLE, COPY FROM) is read; CREATE SUBSCRIPTION
- * tells where the publisher runs an older flake (publisher.c).
+ * tells where the publisher runs an older flake (publisher.c).  The
+ * publisher is asked which columns hold ids at every subscription command,
+ * DROP SUBSCRIPTION before it runs.
  */
 static void
 flake_process_utility(PlannedStmt *pstmt, const char *queryString,
@@ -89,6 +91,9 @@ flake_process_utility(PlannedStmt *pstmt, const char *queryString,
 	pstmt = flake_origin_copy_redirect(pstmt, &readOnlyTree);
 	stmt = pstmt->utilityStmt;
 	flake_log_filter_before_utility(stmt);
+	/* the last word of the publisher, before the subscription is gone */
+	if (IsA(stmt, DropSubscriptionStmt))
+		flake_receive_subscribed_tables(((DropSubscriptionStmt *) stmt)->subname, true);
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context,
 							 params, queryEnv, dest, qc);
@@ -98,9 +103,13 @@ flake_process_utility(PlannedStmt *pstmt, const char *queryString,
 	flake_log_filter_after_utility(stmt);
 	if (IsA(stmt, CreateSubscriptionStmt))
 		flake_receive_check_publisher((CreateSubscriptionStmt *) stmt);
-	if (IsA(stmt, CreateSubscriptionStmt) || IsA(stmt, AlterSubscriptionStmt) ||
-		is_flake_extension_stmt(stmt))
-		flake_receive_subscribed_tables();
+	if (IsA(stmt, CreateSubscriptionStmt))
+		flake_receive_subscribed_tables(((CreateSubscriptionStmt *) stmt)->subname,
+										flake_subscription_connects((CreateSubscriptionStmt *) stmt));
+	else if (IsA(stmt, AlterSubscriptionStmt))
+		flake_receive_subscribed_tables(((AlterSubscriptionStmt *) stmt)->subname, true);
+	else if (is_flake_extension_stmt(stmt))
+		flake_receive_subscribed_tables(NULL, true);
 	else if (IsA(stmt, AlterTableStmt))
 		flake_receive_altered_table((AlterTableStmt *) stmt);
 	else if (IsA(stmt, CopyStmt))

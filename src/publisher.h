@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * publisher.h
- *	  At CREATE SUBSCRIPTION, tell where the publisher runs an older flake.
+ *	  Ask a subscription's publisher what flake there knows.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,6 +10,19 @@
 
 #include "nodes/parsenodes.h"
 
+/* A column of a published table whose default calls one of flake's generators. */
+typedef struct FlakePublishedColumn
+{
+	char	   *schema;
+	char	   *table;
+	char	   *column;
+	char	   *generator;		/* flake_next, ulidflake_next or
+								 * randflake_next */
+} FlakePublishedColumn;
+
+extern bool flake_subscription_connects(CreateSubscriptionStmt *stmt);
+extern bool flake_publisher_id_columns(const char *conninfo, List *publications,
+									   List **columns);
 extern void flake_receive_check_publisher(CreateSubscriptionStmt *stmt);
 
 #endif							/* FLAKE_PUBLISHER_H */

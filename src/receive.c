@@ -95,6 +95,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_subscription.h"
 #include "catalog/pg_subscription_rel.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
@@ -121,6 +122,7 @@
 #include "compat.h"
 #include "hwm.h"
 #include "origin.h"
+#include "publisher.h"
 #include "randflake.h"
 #include "receive.h"
 #include "settings.h"
@@ -161,24 +163,21 @@ static HTAB *received_tables = NULL;
 PG_FUNCTION_INFO_V1(flake_raise_marks);
 PG_FUNCTION_INFO_V1(flake_take_over_ids);
 
-/* The generator a function is, by its family; false if not flake's. */
-static bool
-generator_family(Oid funcid, FlakeHwm *family)
+/* flake's generators, by name, and their families. */
+static const struct
 {
-	static const struct
-	{
-		const char *name;
-		FlakeHwm	family;
-	}			generators[] = {
-		{"flake_next", FLAKE_HWM_SNOWFLAKE},
-		{"ulidflake_next", FLAKE_HWM_ULIDFLAKE},
-		{"randflake_next", FLAKE_HWM_RANDFLAKE},
-	};
-	char	   *name;
+	const char *name;
+	FlakeHwm	family;
+}			generators[] = {
+	{"flake_next", FLAKE_HWM_SNOWFLAKE},
+	{"ulidflake_next", FLAKE_HWM_ULIDFLAKE},
+	{"randflake_next", FLAKE_HWM_RANDFLAKE},
+};
 
-	if (get_func_namespace(funcid) != flake_extension_schema())
-		return false;
-	name = get_func_name(funcid);
+/* The family of a generator's name; false if it names none. */
+static bool
+family_of_generator(const char *name, FlakeHwm *family)
+{
 	for (size_t i = 0; i < lengthof(generators); i++)
 		if (name != NULL && strcmp(name, generators[i].name) == 0)
 		{
@@ -186,6 +185,15 @@ generator_family(Oid funcid, FlakeHwm *family)
 			return true;
 		}
 	return false;
+}
+
+/* The generator a function is, by its family; false if not flake's. */
+static bool
+generator_family(Oid funcid, FlakeHwm *family)
+{
+	if (get_func_namespace(funcid) != flake_extension_schema())
+		return false;
+	return family_of_generator(get_func_name(funcid), family);
 }
 
 typedef struct GeneratorCall
@@ -255,13 +263,68 @@ add_default_columns(Relation rel, Relation source, ReceivedColumn *columns, int 
 	}
 }
 
+static Oid	raise_marks_function(void);
+static Trigger *find_trigger(Relation rel, Oid funcid);
+
+/*
+ * The column a trigger's argument names, "column=generator" (a column the
+ * publisher knows as one of ids: add_trigger), if rel has it with the type
+ * the generator returns here (a domain over it too); false otherwise.
+ */
+static bool
+declared_column(Relation rel, const char *arg, ReceivedColumn *column)
+{
+	const char *sep = strchr(arg, '=');
+	char	   *name;
+	Oid			funcid;
+	AttrNumber	attnum;
+
+	if (sep == NULL || !family_of_generator(sep + 1, &column->family))
+		return false;
+	name = pnstrdup(arg, sep - arg);
+	attnum = get_attnum(RelationGetRelid(rel), name);
+	pfree(name);
+	funcid = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+							 CStringGetDatum(sep + 1),
+							 PointerGetDatum(buildoidvector(NULL, 0)),
+							 ObjectIdGetDatum(flake_extension_schema()));
+	if (attnum <= 0 || !OidIsValid(funcid) ||
+		getBaseType(TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypid) !=
+		get_func_rettype(funcid))
+		return false;
+	column->attnum = attnum;
+	return true;
+}
+
+/* Add to columns[*n] the columns the trigger's arguments name, once each. */
+static void
+add_declared_columns(Relation rel, ReceivedColumn *columns, int *n)
+{
+	Oid			funcid = raise_marks_function();
+	Trigger    *trigger = OidIsValid(funcid) ? find_trigger(rel, funcid) : NULL;
+
+	for (int i = 0; trigger != NULL && i < trigger->tgnargs; i++)
+	{
+		ReceivedColumn column;
+		bool		known = false;
+
+		if (!declared_column(rel, trigger->tgargs[i], &column))
+			continue;
+		for (int j = 0; j < *n; j++)
+			known |= columns[j].attnum == column.attnum;
+		if (!known)
+			columns[(*n)++] = column;
+	}
+}
+
 /*
  * The columns of a table whose default, or the default of a partitioned
  * table it is a partition of (a partition attached without its own
  * defaults receives the rows routed through its root), calls one of
- * flake's generators; palloc'd in the current memory context.  The
- * defaults are read from the relations' descriptors: no code of anyone's
- * runs.
+ * flake's generators, and those its trigger names (the publisher's
+ * columns of ids: add_trigger); palloc'd in the current memory context.
+ * The defaults are read from the relations' descriptors: no code of
+ * anyone's runs.
  */
 static int
 received_columns(Relation rel, ReceivedColumn **columns)
@@ -284,6 +347,7 @@ received_columns(Relation rel, ReceivedColumn **columns)
 		relation_close(ancestor, AccessShareLock);
 	}
 	list_free(ancestors);
+	add_declared_columns(rel, *columns, &n);
 	return n;
 }
 
@@ -974,31 +1038,100 @@ read_table(Oid relid, const CopyStmt *copy)
 }
 
 /*
+ * Of the publisher's columns of ids for a table (declared: "column=generator"),
+ * those it has (the generator's type here) and does not count yet (no
+ * default of a generator, not named by its trigger): to be named by its
+ * trigger.  Where its column lacks the publisher's default, a warning: its
+ * application would find no default there after a cutover.
+ */
+static List *
+columns_to_declare(Relation rel, List *declared, const ReceivedColumn *columns, int ncolumns)
+{
+	List	   *added = NIL;
+	ListCell   *lc;
+
+	foreach(lc, declared)
+	{
+		const char *arg = lfirst(lc);
+		ReceivedColumn column;
+		bool		known = false;
+
+		if (!declared_column(rel, arg, &column))
+			continue;
+		for (int j = 0; j < ncolumns; j++)
+			known |= columns[j].attnum == column.attnum;
+		if (known || list_member(added, makeString(pstrdup(arg))))
+			continue;
+		added = lappend(added, makeString(pstrdup(arg)));
+	}
+	return added;
+}
+
+static void
+warn_declared(const char *table, List *added)
+{
+	ListCell   *lc;
+
+	foreach(lc, added)
+	{
+		char	   *arg = strVal(lfirst(lc));
+		char	   *sep = strchr(arg, '=');
+		char	   *column = pnstrdup(arg, sep - arg);
+
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("column \"%s\" of table %s has no flake default here, but its publisher's calls %s()",
+						column, table, sep + 1),
+				 errdetail("flake now reads the ids that arrive in it, so that this server never issues them again."),
+				 errhint("Before this server takes the writes, run ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s(), as on the publisher.",
+						 table, quote_identifier(column), sep + 1)));
+	}
+}
+
+/*
  * Give a subscribed table the trigger, enabled for replica sessions (the
  * subscription's workers), where it has a column of ids and has none yet,
  * and read the ids it holds already (rows that arrived before flake was
  * installed or updated, or before a column's default made it one of ids).
  * A trigger that ENABLE TRIGGER [ALL] (a restore with --disable-triggers)
  * made fire only outside replica sessions, where it does nothing, is put
- * back, and the table read.  As the role that changed the subscription or
- * the table, which must own the table (a superuser does): with too few
- * rights, a warning says what is missing.  Whether the table was read.
+ * back, and the table read.  The columns the publisher knows as ones of
+ * ids (declared, "column=generator"; NIL where it was not asked) that the
+ * table does not count yet are named by the trigger's arguments, which
+ * received_columns reads: the trigger is made anew with them.  A trigger
+ * disabled (the operator's, for a column whose values are no ids) is left
+ * as it is, as is one cloned from a partitioned table's.  As the role that
+ * changed the subscription or the table, which must own the table (a
+ * superuser does): with too few rights, a warning says what is missing.
+ * Whether the table was read.
  */
 static bool
-add_trigger(Oid relid, Oid funcid)
+add_trigger(Oid relid, Oid funcid, List *declared)
 {
 	Relation	rel = try_relation_open(relid, AccessShareLock);
 	ReceivedColumn *columns;
-	Trigger    *trigger;
+	int			ncolumns;
+	List	   *added = NIL;
+	Trigger    *trigger = NULL;
+	StringInfoData create;
 	char	   *name;
-	char	   *sql;
+	char	   *trigger_name;
 
 	if (rel == NULL)
 		return false;
-	if ((rel->rd_rel->relkind != RELKIND_RELATION &&
-		 rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE) ||
-		received_columns(rel, &columns) == 0 ||
-		((trigger = find_trigger(rel, funcid)) != NULL &&
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		relation_close(rel, AccessShareLock);
+		return false;
+	}
+	ncolumns = received_columns(rel, &columns);
+	trigger = find_trigger(rel, funcid);
+	if (trigger == NULL ||
+		(trigger->tgenabled != TRIGGER_DISABLED && !trigger->tgisclone))
+		added = columns_to_declare(rel, declared, columns, ncolumns);
+	if ((ncolumns == 0 && added == NIL) ||
+		(added == NIL && trigger != NULL &&
 		 (trigger->tgenabled == TRIGGER_FIRES_ON_REPLICA ||
 		  trigger->tgenabled == TRIGGER_DISABLED)))
 	{
@@ -1007,8 +1140,16 @@ add_trigger(Oid relid, Oid funcid)
 	}
 	name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 									  RelationGetRelationName(rel));
-	sql = psprintf("ALTER TABLE %s ENABLE REPLICA TRIGGER %s", name,
-				   quote_identifier(trigger != NULL ? trigger->tgname : RAISE_MARKS_TRIGGER));
+	trigger_name = pstrdup(quote_identifier(trigger != NULL ? trigger->tgname : RAISE_MARKS_TRIGGER));
+	initStringInfo(&create);
+	appendStringInfo(&create, "CREATE TRIGGER " RAISE_MARKS_TRIGGER " BEFORE INSERT OR UPDATE ON %s"
+					 " FOR EACH ROW EXECUTE FUNCTION flake_internal." RAISE_MARKS_FUNCTION "(", name);
+	for (int i = 0; added != NIL && trigger != NULL && i < trigger->tgnargs; i++)
+		appendStringInfo(&create, "%s%s", i > 0 ? ", " : "", quote_literal_cstr(trigger->tgargs[i]));
+	for (int i = 0; i < list_length(added); i++)
+		appendStringInfo(&create, "%s%s", create.data[create.len - 1] == '(' ? "" : ", ",
+						 quote_literal_cstr(strVal(list_nth(added, i))));
+	appendStringInfoChar(&create, ')');
 	relation_close(rel, AccessShareLock);
 	if (!flake_table_ownercheck(relid, GetUserId()))
 	{
@@ -1018,12 +1159,19 @@ add_trigger(Oid relid, Oid funcid)
 				 errhint("Have the owner or a superuser run ALTER SUBSCRIPTION ... REFRESH PUBLICATION.")));
 		return false;
 	}
-	if ((trigger == NULL &&
-		 SPI_execute(psprintf("CREATE TRIGGER " RAISE_MARKS_TRIGGER " BEFORE INSERT OR UPDATE ON %s"
-							  " FOR EACH ROW EXECUTE FUNCTION flake_internal." RAISE_MARKS_FUNCTION "()",
-							  name), false, 0) != SPI_OK_UTILITY) ||
-		SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not add trigger " RAISE_MARKS_TRIGGER " to table %s", name);
+	if (added != NIL && trigger != NULL &&
+		SPI_execute(psprintf("DROP TRIGGER %s ON %s", trigger_name, name), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not drop trigger %s of table %s", trigger_name, name);
+	if (added != NIL || trigger == NULL)
+	{
+		if (SPI_execute(create.data, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not add trigger " RAISE_MARKS_TRIGGER " to table %s", name);
+		trigger_name = RAISE_MARKS_TRIGGER;
+	}
+	if (SPI_execute(psprintf("ALTER TABLE %s ENABLE REPLICA TRIGGER %s", name, trigger_name),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not enable trigger %s of table %s for replica sessions", trigger_name, name);
+	warn_declared(name, added);
 	read_table(relid, NULL);
 	return true;
 }
@@ -1100,7 +1248,7 @@ flake_receive_altered_table(AlterTableStmt *stmt)
 		return;
 	target = subscribed_relation(relid);
 	SPI_connect();
-	if (!OidIsValid(target) || !add_trigger(target, funcid))
+	if (!OidIsValid(target) || !add_trigger(target, funcid, NIL))
 		read_table(relid, NULL);
 	/* a partition attached keeps its own trigger's state */
 	if (OidIsValid(target))
@@ -1110,7 +1258,7 @@ flake_receive_altered_table(AlterTableStmt *stmt)
 		foreach(lc, partitions)
 		{
 			if (lfirst_oid(lc) != target)
-				(void) add_trigger(lfirst_oid(lc), funcid);
+				(void) add_trigger(lfirst_oid(lc), funcid, NIL);
 		}
 	}
 	SPI_finish();
@@ -1137,20 +1285,93 @@ flake_receive_copied_table(CopyStmt *stmt)
 }
 
 /*
- * After CREATE or ALTER SUBSCRIPTION (flake's ProcessUtility hook): give
- * every table this database's subscriptions replicate into, that has a
- * column of ids, the trigger, before their workers start (they start when
- * the transaction commits).  Nothing where flake is not preloaded or not
- * installed in this database.
+ * The columns of ids the publishers of this database's subscriptions know
+ * (FlakePublishedColumn): of the enabled ones, and of the one named (a
+ * subscription the statement disables, or drops), unless ask is false (a
+ * CREATE SUBSCRIPTION told not to connect).  A publisher that cannot be
+ * asked adds none: what the triggers name already stays.
+ */
+static List *
+published_columns(const char *subname, bool ask)
+{
+	Relation	catalog;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	List	   *subids = NIL;
+	List	   *columns = NIL;
+	ListCell   *lc;
+
+	if (!ask)
+		return NIL;
+	catalog = table_open(SubscriptionRelationId, AccessShareLock);
+	scan = systable_beginscan(catalog, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_subscription sub = (Form_pg_subscription) GETSTRUCT(tuple);
+
+		if (sub->subdbid == MyDatabaseId &&
+			(sub->subenabled || (subname != NULL && strcmp(NameStr(sub->subname), subname) == 0)))
+			subids = lappend_oid(subids, sub->oid);
+	}
+	systable_endscan(scan);
+	table_close(catalog, AccessShareLock);
+	foreach(lc, subids)
+	{
+		Subscription *sub = GetSubscription(lfirst_oid(lc), true);
+		List	   *found;
+
+		/*
+		 * slot_name = NONE: the way to drop a subscription whose publisher is
+		 * gone
+		 */
+		if (sub != NULL && (sub->enabled || sub->slotname != NULL) &&
+			flake_publisher_id_columns(sub->conninfo, sub->publications, &found))
+			columns = list_concat(columns, found);
+	}
+	return columns;
+}
+
+/* Of the publishers' columns of ids, those of a table by its name: "column=generator". */
+static List *
+declared_for(Oid relid, List *published)
+{
+	const char *schema = get_namespace_name(get_rel_namespace(relid));
+	const char *table = get_rel_name(relid);
+	List	   *declared = NIL;
+	ListCell   *lc;
+
+	foreach(lc, published)
+	{
+		FlakePublishedColumn *column = lfirst(lc);
+
+		if (schema != NULL && table != NULL &&
+			strcmp(column->schema, schema) == 0 && strcmp(column->table, table) == 0)
+			declared = lappend(declared, psprintf("%s=%s", column->column, column->generator));
+	}
+	return declared;
+}
+
+/*
+ * After CREATE or ALTER SUBSCRIPTION, CREATE or ALTER EXTENSION, and
+ * before DROP SUBSCRIPTION (flake's ProcessUtility hook): give every table
+ * this database's subscriptions replicate into, that has a column of ids,
+ * the trigger, before their workers start (they start when the
+ * transaction commits).  A column holds ids here where its default says so,
+ * or its publisher's: asked at each of these commands (published_columns),
+ * the last one of a cutover (DISABLE or DROP) included, since a default
+ * set on the publisher after this server's schema was copied is not
+ * replicated.  Nothing where flake is not preloaded or not installed in
+ * this database.
  */
 void
-flake_receive_subscribed_tables(void)
+flake_receive_subscribed_tables(const char *subname, bool ask)
 {
 	Oid			funcid;
 	Relation	catalog;
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	List	   *relids = NIL;
+	List	   *published;
 	ListCell   *lc;
 
 	if (flake_shared == NULL || !OidIsValid(flake_extension_schema()))
@@ -1168,23 +1389,27 @@ flake_receive_subscribed_tables(void)
 
 	/*
 	 * The extension in this database is older than the trigger (1.4) while
-	 * this library runs: the rows its subscriptions bring are not read until
-	 * the update, which reads them.  Said here, at every subscription and
-	 * extension command, rather than found after a cutover.
+	 * this library runs: the rows its subscriptions bring are read at each of
+	 * these commands only (the cutover's DISABLE or DROP reads what arrived
+	 * until then), and in whole at the update.  Said here, rather than found
+	 * after a cutover.
 	 */
 	if (!OidIsValid(funcid))
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("flake in this database is older than 1.4: the ids its subscriptions bring are not read"),
-				 errdetail("After a cutover this server would issue the publisher's ids again."),
+				 errmsg("flake in this database is older than 1.4: the ids its subscriptions bring are read only at subscription and extension commands"),
+				 errdetail("Ids that arrive after this command are not read until the next one: a server that takes the writes without one (ALTER SUBSCRIPTION ... DISABLE, DROP SUBSCRIPTION) would issue them again."),
 				 errhint("Run ALTER EXTENSION flake UPDATE in this database: it reads the rows received so far and those after.")));
+		foreach(lc, relids)
+			read_table(lfirst_oid(lc), NULL);
 		return;
 	}
 
+	published = published_columns(subname, ask);
 	SPI_connect();
 	foreach(lc, relids)
-		(void) add_trigger(lfirst_oid(lc), funcid);
+		(void) add_trigger(lfirst_oid(lc), funcid, declared_for(lfirst_oid(lc), published));
 	SPI_finish();
 }
 

@@ -11,7 +11,7 @@
 #include "nodes/parsenodes.h"
 
 extern void flake_receive_inserted_constants(Query *query);
-extern void flake_receive_subscribed_tables(void);
+extern void flake_receive_subscribed_tables(const char *subname, bool ask);
 extern void flake_receive_altered_table(AlterTableStmt *stmt);
 extern void flake_receive_copied_table(CopyStmt *stmt);
 

@@ -7,6 +7,9 @@
 #  2. blue/green for an upgrade, blue left at 1.3: green's CREATE
 #     SUBSCRIPTION warns, naming ALTER EXTENSION flake UPDATE on blue; a
 #     rollback onto blue after that step issues none of green's ids again.
+#  3. green left at 1.3 under this library, never updated: the cutover's
+#     ALTER SUBSCRIPTION ... DISABLE reads what arrived (make explore, seed
+#     61250757: 1.5 until then issued blue's ids again).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -27,8 +30,8 @@ $_->safe_psql('postgres', 'CREATE DATABASE updated') foreach ($blue, $green);
 $blue->safe_psql('updated', 'CREATE EXTENSION flake;' . move_tables() . 'CREATE PUBLICATION p FOR TABLE tf, tr;');
 $green->safe_psql('updated', q{CREATE EXTENSION flake VERSION '1.3';} . move_tables());
 like(subscribe($green, 'updated', $blue, 'updated', 'p'),
-	qr/WARNING:  flake in this database is older than 1\.4: the ids its subscriptions bring are not read.*HINT:  Run ALTER EXTENSION flake UPDATE/s,
-	'CREATE SUBSCRIPTION where the extension is older than 1.4 says its ids are not read, naming the update');
+	qr/WARNING:  flake in this database is older than 1\.4: the ids its subscriptions bring are read only at subscription and extension commands.*HINT:  Run ALTER EXTENSION flake UPDATE/s,
+	'CREATE SUBSCRIPTION where the extension is older than 1.4 says when its ids are read, naming the update');
 is(write_rows($blue, 'updated', $_, 'blue'), 0, "blue writes $_") foreach sort keys %move_generator;
 $blue->wait_for_catchup('updated');
 is($green->safe_psql('updated', $tables), '', 'at 1.3 the subscribed tables have no trigger');
@@ -61,6 +64,20 @@ $blue->safe_psql('rollback', 'ALTER EXTENSION flake UPDATE');
 $blue->safe_psql('rollback', 'DROP SUBSCRIPTION blue');
 is(write_rows($blue, 'rollback', $_, 'blue again'), 0,
 	"rollback onto blue updated after the warning: none of green's $move_generator{$_} ids issued again")
+  foreach sort keys %move_generator;
+
+# 3. green never updated: the cutover's DISABLE reads what arrived
+stop_clocks(4, $blue_clock, $green_clock);
+$_->safe_psql('postgres', 'CREATE DATABASE stale') foreach ($blue, $green);
+$blue->safe_psql('stale', 'CREATE EXTENSION flake;' . move_tables() . 'CREATE PUBLICATION p FOR TABLE tf, tr;');
+$green->safe_psql('stale', q{CREATE EXTENSION flake VERSION '1.3';} . move_tables());
+subscribe($green, 'stale', $blue, 'stale', 'p');
+is(write_rows($blue, 'stale', $_, 'blue'), 0, "left at 1.3: blue writes $_") foreach sort keys %move_generator;
+$blue->wait_for_catchup('stale');
+my ($ret, $out, $err) = $green->psql('stale', 'ALTER SUBSCRIPTION stale DISABLE');
+like($err, qr/older than 1\.4/, 'the cutover at 1.3 warns');
+is(write_rows($green, 'stale', $_, 'green'), 0,
+	"left at 1.3, cutover by DISABLE: green issues none of blue's $move_generator{$_} ids again")
   foreach sort keys %move_generator;
 
 done_testing();
