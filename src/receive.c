@@ -300,9 +300,18 @@ declared_column(Relation rel, const char *arg, ReceivedColumn *column)
 static void
 add_declared_columns(Relation rel, ReceivedColumn *columns, int *n)
 {
-	Oid			funcid = raise_marks_function();
-	Trigger    *trigger = OidIsValid(funcid) ? find_trigger(rel, funcid) : NULL;
+	TriggerDesc *triggers = rel->trigdesc;
+	bool		named = false;
+	Oid			funcid;
+	Trigger    *trigger;
 
+	/* most tables: no trigger with arguments, and no catalog lookup */
+	for (int i = 0; triggers != NULL && i < triggers->numtriggers; i++)
+		named |= triggers->triggers[i].tgnargs > 0;
+	if (!named)
+		return;
+	funcid = raise_marks_function();
+	trigger = OidIsValid(funcid) ? find_trigger(rel, funcid) : NULL;
 	for (int i = 0; trigger != NULL && i < trigger->tgnargs; i++)
 	{
 		ReceivedColumn column;
