@@ -15,7 +15,11 @@
 #   lost       a committed row missing where the history says it must be
 #   poller     a poller following docs/consumers.md missed a committed
 #              row below its horizon, or read one twice
-#   no hint    a refusal (an error of flake) without SQLSTATE or HINT
+#   no hint    a refusal (an error of flake, not of the statement or its
+#              data: classes 42 and 22) without SQLSTATE or HINT,
+#              or a hint that names no step (a command, function,
+#              setting or file the README and docs/ name, or an
+#              operator's action: give, remove, put back, ...)
 #   no start   a server that does not start after a step
 #   explorer   a statement of the explorer's own that is wrong (a bug here)
 # A refusal with its SQLSTATE and hint is a correct outcome; a repeat never.
@@ -1148,14 +1152,42 @@ sub run_history
 		# a statement of the explorer's own that is wrong
 		finding($w, 'explorer', $n, "$text: $err->{message}")
 		  if ($err->{sqlstate} // '') =~ /^42601$/;
-		# a refusal of flake: SQLSTATE and hint
-		finding($w, 'no hint', $n, "$text: $err->{message}")
-		  if ($err->{message} // '') =~ /flake/ && ($err->{sqlstate} // '') =~ /^(?!42)[0-9A-Z]{5}$/ && !$err->{hint};
+		# a refusal of flake: SQLSTATE and a hint that names a step
+		finding($w, 'no hint', $n, "$text: $err->{message}" . ($err->{hint} ? " (HINT: $err->{hint})" : ''))
+		  if ($err->{message} // '') =~ /flake/ && ($err->{sqlstate} // '') =~ /^(?!42|22)[0-9A-Z]{5}$/
+		  && !names_step($err->{hint});
 	}
 	final_checks($w, $m);
 	end_world($w);
 	$w->{seconds} = time() - $started;
 	return $w;
+}
+
+# What the README and docs/ say (EXPLORE_DOCS: where tools/explore put
+# them), to check that a hint names a documented step.
+my $documented;
+
+sub documented
+{
+	return $documented if defined $documented;
+	my $top = $ENV{EXPLORE_DOCS} // "$FindBin::RealBin/../..";
+	$documented = join "\n", map { slurp_file($_) } grep { -f } ("$top/README.md", glob("$top/docs/*.md"));
+	die "no README.md or docs/*.md under $top" unless $documented;
+	return $documented;
+}
+
+# Whether a hint names a step: a command, a function, a setting, a file or
+# a tool the documentation names, or an operator's action.
+sub names_step
+{
+	my ($hint) = @_;
+	return 0 unless $hint;
+	my @named;
+	push @named, $1 while $hint =~ /\b([a-z_][a-z0-9_]*)\(/g;
+	push @named, $1 while $hint =~ /\b((?:ALTER|CREATE|DROP|SELECT|SET|RESET|COPY|REFRESH|GRANT|COMMIT|ROLLBACK)(?: [A-Z]+)?)\b/g;
+	push @named, $1 while $hint =~ /\b((?:flake|pg|max)[._][a-z_.]+|shared_preload_libraries|postgresql\.conf)\b/g;
+	return 1 if grep { index(documented(), $_) >= 0 } @named;
+	return $hint =~ /^(?:Give|Remove|Put back|Reconnect|Restart|Run|Wait|Install|Take|Repair|Generate|Set|Use|Move|Copy|Update|Drop|Stop|Start|Let|Retry|Check|Have)\b/;
 }
 
 # two tables of one family in a database share no id; the pollers missed
