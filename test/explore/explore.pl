@@ -779,7 +779,7 @@ sub draw_history
 	my @ops = grep { $op{$_}{core} || rnd(2) } sort keys %op;
 	while (@steps < $length)
 	{
-		my @choices = map { my $name = $_; map { [ $name, $_ ] } $op{$name}{args}->($m) } @ops;
+		my @choices = map { my $name = $_; map { [ $name, $_ ] } grep { !retired($m, $name, $_) } $op{$name}{args}->($m) } @ops;
 		last unless @choices;
 		my $total = 0;
 		$total += $op{ $_->[0] }{weight} / count_of($_->[0], \@choices) foreach @choices;
@@ -796,6 +796,19 @@ sub draw_history
 		push @steps, { op => $name, args => $a };
 	}
 	return @steps;
+}
+
+# Whether a step needs a server the history retired (ops/move.pl): one
+# its arguments name (a database, a server, a dump's source or target), or
+# blue's side of the replication.
+my %on_blue = map { $_ => 1 } qw(publish add_to_publication subscribe refresh_publication cutover rollback poll);
+
+sub retired
+{
+	my ($m, $name, $a) = @_;
+	return 0 unless $m->{retired};
+	return 1 if $on_blue{$name} && $m->{retired}{blue};
+	return scalar grep { m{^(\w+)(?:/|$)} && $m->{retired}{$1} } values %$a;
 }
 
 sub count_of
@@ -1129,7 +1142,7 @@ sub run_history
 		my $n = $i + 1;
 		my $o = $op{ $s->{op} };
 		my $text = step_text($s);
-		if (!$o->{pre}->($m, $s->{args}))
+		if (!$o->{pre}->($m, $s->{args}) || retired($m, $s->{op}, $s->{args}))
 		{
 			push @{ $w->{log} }, "$n. $text: skipped";
 			next;
