@@ -21,6 +21,8 @@
 #              setting or file the README and docs/ name, or an
 #              operator's action: give, remove, put back, ...)
 #   no start   a server that does not start after a step
+#   no stop    a server that does not shut down, or had died (pg_ctl
+#              stop fails)
 #   explorer   a statement of the explorer's own that is wrong (a bug here)
 # A refusal with its SQLSTATE and hint is a correct outcome; a repeat never.
 #
@@ -656,8 +658,7 @@ our %op;
 			my ($w, $a) = @_;
 			my $node = $w->{node}{ $a->{server} };
 			$node->append_conf('postgresql.conf', "max_prepared_transactions = 5\n");
-			$node->stop('fast');
-			return start($w, $a->{server});
+			return stop($w, $a->{server}, 'fast') // start($w, $a->{server});
 		},
 	},
 
@@ -686,9 +687,7 @@ our %op;
 		apply  => sub { },
 		run    => sub {
 			my ($w, $a) = @_;
-			my $node = $w->{node}{ $a->{server} };
-			$node->stop($a->{mode});
-			return start($w, $a->{server});
+			return stop($w, $a->{server}, $a->{mode}) // start($w, $a->{server});
 		},
 	},
 
@@ -1018,6 +1017,19 @@ sub start
 	return undef if $node->start(fail_ok => 1);
 	finding($w, 'no start', undef, "$server did not start:\n" . slurp_tail($node->logfile));
 	return { sqlstate => 'start', message => 'the server did not start' };
+}
+
+# Stop a server: undef, or a finding where pg_ctl stop fails (a server
+# that does not shut down), which then stops it at once.
+sub stop
+{
+	my ($w, $server, $mode) = @_;
+	my $node = $w->{node}{$server};
+	return undef if $node->stop($mode, fail_ok => 1);
+	finding($w, 'no stop', undef, "$server " . (defined $node->{_pid} ? "did not stop ($mode)" : 'was not running')
+		  . ":\n" . slurp_tail($node->logfile));
+	$node->stop('immediate', fail_ok => 1);
+	return { sqlstate => 'stop', message => 'the server did not stop' };
 }
 
 sub slurp_tail

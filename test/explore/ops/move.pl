@@ -25,9 +25,8 @@ $op{retire_blue} = {
 	apply => sub { my ($m) = @_; $m->{retired} = { blue => 1 }; $m->{live} = 'green' },
 	run   => sub {
 		my ($w) = @_;
-		my $node = $w->{node}{blue};
-		$node->stop('fast');
-		return sql($w, 'green/app', "SELECT flake_take_over('" . $node->data_dir . "')");
+		return stop($w, 'blue', 'fast')
+		  // sql($w, 'green/app', "SELECT flake_take_over('" . $w->{node}{blue}->data_dir . "')");
 	},
 };
 
