@@ -73,7 +73,7 @@ ask_publisher(const char *conninfo, const char *sql, int ncolumns,
 	char	   *error = NULL;
 	bool		asked;
 
-	Assert(ncolumns <= lengthof(types));
+	Assert(ncolumns <= (int) lengthof(types));
 	load_file("libpqwalreceiver", false);
 	conn = flake_walrcv_connect(conninfo, !superuser(), "flake", &error);
 	if (conn == NULL)
