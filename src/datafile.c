@@ -25,9 +25,10 @@
  * would not survive the next write), and a file taken over must be a copy,
  * not a link to a file that may still change.
  *
- * flake.written records which of flake.hwm and flake.rekeys flake has
- * written here: once one was, a missing one is lost, not "nothing issued"
- * (state.c).
+ * flake.written records which of flake.hwm, flake.rekeys and flake.layout
+ * flake has written here: once one was, a missing one is lost, not
+ * "nothing issued" (state.c) or "the layout of a server before 1.5"
+ * (snowflake.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -42,7 +43,7 @@
 
 #define FLAKE_WRITTEN_TEMP		"flake.written.tmp"
 #define FLAKE_WRITTEN_MAGIC		0x464C4B57	/* "FLKW" */
-#define FLAKE_WRITTEN_ALL		(FLAKE_WRITTEN_HWM | FLAKE_WRITTEN_REKEYS)
+#define FLAKE_WRITTEN_ALL		(FLAKE_WRITTEN_HWM | FLAKE_WRITTEN_REKEYS | FLAKE_WRITTEN_LAYOUT)
 
 /* flake.written: the files written, and the CRC-32C of that field */
 typedef struct FlakeWrittenFile
@@ -204,10 +205,10 @@ flake_datafile_read(const char *path, size_t max_size, size_t *len,
 }
 
 /*
- * Which of flake.hwm and flake.rekeys flake has written in a data
- * directory (NULL: this server's), from its flake.written: none where
- * there is none, and both where it cannot be read, since a file then
- * missing may have held ids' marks.
+ * Which of flake.hwm, flake.rekeys and flake.layout flake has written in a
+ * data directory (NULL: this server's), from its flake.written: none where
+ * there is none, and all where it cannot be read, since a file then
+ * missing may have held ids' marks or their layout.
  */
 uint32
 flake_datafile_written(const char *directory)

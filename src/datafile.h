@@ -39,6 +39,7 @@ typedef struct FlakeFileProblem
 #define FLAKE_WRITTEN_FILE		"flake.written"
 #define FLAKE_WRITTEN_HWM		0x01
 #define FLAKE_WRITTEN_REKEYS	0x02
+#define FLAKE_WRITTEN_LAYOUT	0x04
 
 /*
  * The magic numbers of flake's files are "FLK" and a version or kind

@@ -67,7 +67,10 @@ flake_layout_read(const char *path, FlakeLayout *layout,
 	return true;
 }
 
-/* Replace flake.layout with the layout. */
+/*
+ * Replace flake.layout with the layout, and record in flake.written that
+ * it was written: a missing one is lost from then on.
+ */
 void
 flake_layout_write(const FlakeLayout *layout)
 {
@@ -79,6 +82,7 @@ flake_layout_write(const FlakeLayout *layout)
 	file.crc = flake_datafile_crc(&file, offsetof(FlakeLayoutFile, crc));
 	flake_datafile_replace(FLAKE_LAYOUT_FILE, FLAKE_LAYOUT_TEMP_FILE,
 						   &file, sizeof(file));
+	flake_datafile_set_written(FLAKE_WRITTEN_LAYOUT);
 }
 
 /*

@@ -42,6 +42,7 @@
 #include "settings.h"
 #include "shmem.h"
 #include "randflake.h"
+#include "snowflake.h"
 #include "snowflake_settings.h"
 #include "state.h"
 #include "ulidflake.h"
@@ -136,6 +137,7 @@ flake_repair_state(PG_FUNCTION_ARGS)
 	TimestampTz newest = PG_GETARG_TIMESTAMPTZ(0);
 	bool		ahead_of_clock = PG_NARGS() > 1 && PG_GETARG_BOOL(1);
 	bool		again = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
+	bool		layout_repaired;
 	int64		newest_ms;
 	FlakeMarks	accepted;
 	FlakeMarks	ends;
@@ -191,11 +193,12 @@ flake_repair_state(PG_FUNCTION_ARGS)
 							  (now_ms + FAR_AHEAD_MS) / 1000 : now_ms + FAR_AHEAD_MS);
 
 	LWLockAcquire(flake_shared->lock, LW_EXCLUSIVE);
+	layout_repaired = snowflake_repair_layout();
 	if (!again ||
 		!flake_state_repair_again(&flake_shared->state, &flake_shared->marks.value,
 								  &accepted, &trusted))
 		flake_state_repair(&flake_shared->state, &flake_shared->marks.value,
-						   &accepted, cover.claims, cover.count);
+						   &accepted, cover.claims, cover.count, layout_repaired);
 	flake_shmem_raise();
 	state = flake_shared->state;
 	LWLockRelease(flake_shared->lock);

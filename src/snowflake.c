@@ -247,9 +247,11 @@ settings_layout(FlakeLayout *layout)
  * Compare the settings' layout with the recorded one, once per server
  * start; the caller holds flake's lock.  Without a record (a fresh server,
  * or one that ran a release before 1.5) the settings' layout is the one
- * that issued ids; a recorded layout may give way to another where no id
- * of the new one can equal or sort below one issued (layout.c).  The
- * layout accepted is recorded before any of its ids is issued.
+ * that issued ids; a record flake.written says was written and that is
+ * missing is lost, not absent.  A recorded layout may give way to another
+ * where no id of the new one can equal or sort below one issued
+ * (layout.c).  The layout accepted is recorded before any of its ids is
+ * issued.
  */
 static void
 settle_layout(void)
@@ -259,6 +261,10 @@ settle_layout(void)
 
 	settings_layout(&current);
 	mark = (int64) pg_atomic_read_u64(&flake_shared->marks.value.mark[FLAKE_HWM_SNOWFLAKE]);
+	if (!flake_shared->layout_read &&
+		flake_shared->layout_problem.status == FLAKE_FILE_MISSING &&
+		(flake_datafile_written(NULL) & FLAKE_WRITTEN_LAYOUT))
+		flake_shared->layout_problem.status = FLAKE_FILE_LOST;
 	if (!flake_shared->layout_read &&
 		flake_shared->layout_problem.status != FLAKE_FILE_MISSING)
 		flake_shared->layout_status = FLAKE_LAYOUT_REFUSED;
@@ -319,7 +325,7 @@ check_layout(void)
 				 flake_datafile_errmsg(FLAKE_LAYOUT_FILE, &problem),
 				 errdetail("It holds the layout that issued flake_next()'s ids; without it flake_next() cannot tell whether %s could issue them again.",
 						   flake_layout_text(&current)),
-				 errhint("Put back an intact copy of it and restart. Where the settings are the layout this server issued its ids with, remove it and restart instead.")));
+				 errhint("Put back an intact copy of it and restart. Without one, where the settings are the layout this server issued its ids with, run SELECT flake_repair_state(newest) as a superuser (see \"Damaged state files\" in docs/guarantees.md).")));
 	mark_text = pstrdup(timestamptz_to_str(flake_unix_ms_to_timestamptz(mark)));
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -331,10 +337,47 @@ check_layout(void)
 }
 
 /*
+ * flake_repair_state(): where flake.layout cannot be read (damaged, or
+ * lost), the operator states that the settings are the layout ids were
+ * issued with; record it.  The caller holds flake's lock.  Whether there
+ * was one to repair.
+ */
+bool
+snowflake_repair_layout(void)
+{
+	FlakeLayout current;
+
+	if (flake_shared->layout_read)
+		return false;
+	if (flake_shared->layout_problem.status == FLAKE_FILE_MISSING &&
+		!(flake_datafile_written(NULL) & FLAKE_WRITTEN_LAYOUT))
+		return false;
+	/* an intact copy put back meanwhile: that is the record */
+	if (flake_layout_read(FLAKE_LAYOUT_FILE, &flake_shared->layout,
+						  &flake_shared->layout_problem))
+	{
+		flake_shared->layout_read = true;
+		flake_shared->layout_status = FLAKE_LAYOUT_UNCHECKED;
+		return true;
+	}
+	settings_layout(&current);
+	flake_layout_record(&current);
+	flake_shared->layout = current;
+	flake_shared->layout_read = true;
+	flake_shared->layout_problem.status = FLAKE_FILE_OK;
+	flake_shared->layout_status = FLAKE_LAYOUT_ACCEPTED;
+	ereport(LOG,
+			(errmsg("flake_repair_state() recorded %s as the layout that issued flake_next()'s ids",
+					flake_layout_text(&current))));
+	return true;
+}
+
+/*
  * Before another server's state is taken over (flake_take_over()): refuse
  * where that server issued ids, up to its mark, in a layout (its
  * flake.layout) whose ids this server's settings do not all lie above.
- * A server before 1.5 recorded none: its layout is taken as this one's.
+ * A server before 1.5 recorded none: its layout is taken as this one's,
+ * unless its flake.written says it had one.
  */
 void
 snowflake_check_other_layout(const char *directory, int64 mark_unix_ms)
@@ -349,8 +392,11 @@ snowflake_check_other_layout(const char *directory, int64 mark_unix_ms)
 	settings_layout(&current);
 	if (!flake_layout_read(path, &other, &problem))
 	{
-		if (problem.status == FLAKE_FILE_MISSING)
+		if (problem.status == FLAKE_FILE_MISSING &&
+			!(flake_datafile_written(directory) & FLAKE_WRITTEN_LAYOUT))
 			return;
+		if (problem.status == FLAKE_FILE_MISSING)
+			problem.status = FLAKE_FILE_LOST;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 flake_datafile_errmsg(path, &problem),

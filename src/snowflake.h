@@ -17,6 +17,7 @@ extern int32 snowflake_node_of(int64 id);
 extern bool snowflake_own_node(int64 node, const char **own);
 extern int64 snowflake_unix_ms_of(int64 id);
 extern void snowflake_raise_node(int64 id);
+extern bool snowflake_repair_layout(void);
 extern void snowflake_check_other_layout(const char *directory,
 										 int64 mark_unix_ms);
 

@@ -577,7 +577,8 @@ flake_state_take_over(FlakeState *state, FlakeMarkState *shared,
  * cover (every rekey node and band up to that time) and the span replay
  * brought.  Logged in WAL.  A file that can be used again (put back
  * meanwhile) is kept; with nothing to repair, or only an import file, it
- * refuses, nothing changed.  The flake.hwm written names no other server:
+ * refuses, nothing changed, unless the caller repaired flake.layout
+ * (layout_repaired).  The flake.hwm written names no other server:
  * databases whose ids come from servers the damaged file named are
  * refused until those are taken over again.  The caller holds the marks'
  * lock exclusively, and raises the families before releasing it.
@@ -585,7 +586,7 @@ flake_state_take_over(FlakeState *state, FlakeMarkState *shared,
 void
 flake_state_repair(FlakeState *state, FlakeMarkState *shared,
 				   const FlakeMarks *accepted, const FlakeRekeyClaim *cover,
-				   uint32 ncover)
+				   uint32 ncover, bool layout_repaired)
 {
 	FlakeMarks	marks;
 	bool		hwm_damaged;
@@ -596,6 +597,8 @@ flake_state_repair(FlakeState *state, FlakeMarkState *shared,
 	if (!hwm_damaged && !state->claims.set)
 	{
 		flake_state_refuse(state, false);
+		if (layout_repaired)
+			return;
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flake's state files are intact: there is nothing to repair"),

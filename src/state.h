@@ -79,7 +79,8 @@ extern void flake_state_take_over(FlakeState *state, FlakeMarkState *marks,
 								  const FlakeOtherState *other);
 extern void flake_state_repair(FlakeState *state, FlakeMarkState *marks,
 							   const FlakeMarks *accepted,
-							   const FlakeRekeyClaim *cover, uint32 ncover);
+							   const FlakeRekeyClaim *cover, uint32 ncover,
+							   bool layout_repaired);
 extern bool flake_state_repair_again(FlakeState *state, FlakeMarkState *marks,
 									 const FlakeMarks *accepted,
 									 const FlakeMarks *trusted);

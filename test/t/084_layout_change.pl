@@ -131,19 +131,42 @@ $node->start;
 is($node->safe_psql('postgres', "SELECT count(*) FROM flake_take_over('$later_data')"), '1',
 	'taking over the later epoch\'s server, whose ids lie below, is accepted');
 
-# a damaged flake.layout refuses flake_next(); removed, the settings'
-# layout is taken as the one that issued the ids
+# a damaged flake.layout refuses flake_next(); removed, it is lost (its
+# flake.written says it was written), not a server from before 1.5: a later
+# epoch is refused still (make explore: 1.5 until then took the settings
+# for the layout and issued ids again).  flake_repair_state() records the
+# settings' layout, the operator's statement.
 $node->stop;
 truncate("$node_data/flake.layout", 9) or die "truncate: $!";
 $node->start;
 $err = refused($node, 'SELECT flake_next()');
 like($err, qr/ERROR:  55000: flake state file "flake.layout" is damaged/, 'a damaged flake.layout is refused');
-like($err, qr/HINT:  Put back an intact copy of it and restart/, '... naming the step');
+like($err, qr/HINT:  Put back an intact copy of it and restart\. Without one, .*flake_repair_state\(newest\)/,
+	'... naming the steps');
 $node->stop;
 unlink("$node_data/flake.layout") or die "unlink: $!";
+$node->append_conf('postgresql.conf', "flake.epoch = '2015-01-01 00:00:05+00'\n");
 $node->start;
-is($node->safe_psql('postgres', "SELECT flake_next() > $highest"), 't',
-	'removed, flake_next() generates again');
+like(refused($node, 'SELECT flake_next()'), qr/ERROR:  55000: flake state file "flake.layout" is missing, though flake wrote it/,
+	'removed, with a later epoch: refused, not taken for a server from before 1.5');
+$node->stop;
+$node->append_conf('postgresql.conf', "flake.epoch = '2015-01-01 00:00:00+00'\n");
+$node->start;
+like(refused($node, 'SELECT flake_next()'), qr/flake.layout" is missing, though flake wrote it/,
+	'removed, with the settings set back: refused still');
+$node->safe_psql('postgres', 'SELECT flake_repair_state(now())');
+is($node->safe_psql('postgres', 'SELECT flake_next() > max(id) FROM ids'), 't',
+	'flake_repair_state() records the settings\' layout: flake_next() generates above the ids issued');
+ok(-f "$node_data/flake.layout", '... in flake.layout');
+$node->stop;
+
+# the take-over of a server whose flake.layout was lost is refused
+my $fresh_data = $fresh->data_dir;
+unlink("$fresh_data/flake.layout") or die "unlink: $!";
+$node->start;
+$err = refused($node, "SELECT flake_take_over('$fresh_data')");
+like($err, qr/ERROR:  55000: flake state file ".*flake.layout" is missing, though flake wrote it/,
+	'flake_take_over() of a server whose flake.layout was lost is refused');
 $node->stop;
 
 done_testing();
