@@ -94,6 +94,7 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_subscription.h"
 #include "catalog/pg_subscription_rel.h"
@@ -108,6 +109,7 @@
 #include "replication/logicalworker.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -1296,9 +1298,12 @@ flake_receive_copied_table(CopyStmt *stmt)
 /*
  * The columns of ids the publishers of this database's subscriptions know
  * (FlakePublishedColumn): of the enabled ones, and of the one named (a
- * subscription the statement disables, or drops), unless ask is false (a
- * CREATE SUBSCRIPTION told not to connect).  A publisher that cannot be
- * asked adds none: what the triggers name already stays.
+ * subscription the statement disables, or drops) unless its slot_name is
+ * NONE (the way to drop one whose publisher is gone), unless ask is false
+ * (a CREATE SUBSCRIPTION told not to connect).  A publisher that cannot be
+ * asked adds none: what the triggers name already stays.  Read from the
+ * catalog's tuples: a subscription through a foreign server (PostgreSQL
+ * 19) has no connection string there, and is not asked.
  */
 static List *
 published_columns(const char *subname, bool ask)
@@ -1306,7 +1311,7 @@ published_columns(const char *subname, bool ask)
 	Relation	catalog;
 	SysScanDesc scan;
 	HeapTuple	tuple;
-	List	   *subids = NIL;
+	List	   *publishers = NIL;
 	List	   *columns = NIL;
 	ListCell   *lc;
 
@@ -1317,24 +1322,37 @@ published_columns(const char *subname, bool ask)
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		Form_pg_subscription sub = (Form_pg_subscription) GETSTRUCT(tuple);
+		TupleDesc	desc = RelationGetDescr(catalog);
+		bool		conninfo_null;
+		bool		slot_null;
+		bool		publications_null;
+		Datum		conninfo = heap_getattr(tuple, Anum_pg_subscription_subconninfo, desc, &conninfo_null);
+		Datum		publications = heap_getattr(tuple, Anum_pg_subscription_subpublications, desc, &publications_null);
+		Datum	   *names;
+		int			nnames;
+		List	   *names_list = NIL;
 
-		if (sub->subdbid == MyDatabaseId &&
-			(sub->subenabled || (subname != NULL && strcmp(NameStr(sub->subname), subname) == 0)))
-			subids = lappend_oid(subids, sub->oid);
+		(void) heap_getattr(tuple, Anum_pg_subscription_subslotname, desc, &slot_null);
+		if (sub->subdbid != MyDatabaseId || conninfo_null || publications_null ||
+			!(sub->subenabled ||
+			  (subname != NULL && !slot_null && strcmp(NameStr(sub->subname), subname) == 0)))
+			continue;
+		deconstruct_array_builtin(DatumGetArrayTypeP(publications), TEXTOID, &names, NULL, &nnames);
+		for (int i = 0; i < nnames; i++)
+			names_list = lappend(names_list, makeString(TextDatumGetCString(names[i])));
+		publishers = lappend(publishers,
+							 list_make2(makeString(TextDatumGetCString(conninfo)), names_list));
 	}
 	systable_endscan(scan);
 	table_close(catalog, AccessShareLock);
-	foreach(lc, subids)
+
+	/* asked with the catalog released: a publisher may take its time */
+	foreach(lc, publishers)
 	{
-		Subscription *sub = GetSubscription(lfirst_oid(lc), true);
+		List	   *publisher = lfirst(lc);
 		List	   *found;
 
-		/*
-		 * slot_name = NONE: the way to drop a subscription whose publisher is
-		 * gone
-		 */
-		if (sub != NULL && (sub->enabled || sub->slotname != NULL) &&
-			flake_publisher_id_columns(sub->conninfo, sub->publications, &found))
+		if (flake_publisher_id_columns(strVal(linitial(publisher)), lsecond(publisher), &found))
 			columns = list_concat(columns, found);
 	}
 	return columns;
