@@ -10,8 +10,8 @@
 # model alone, so a seed always gives the same history whatever the servers
 # answer; while it runs, a step whose precondition no longer holds (an
 # earlier step was refused) is skipped.  The checker's outcomes:
-#   repeat     an id issued twice in a database (a write lost rows to its
-#              primary key, or two tables of one family share an id)
+#   repeat     an id issued twice: a write lost rows to its primary key,
+#              or a server holds an id under two writes' tags
 #   lost       a committed row missing where the history says it must be
 #   poller     a poller following docs/consumers.md missed a committed
 #              row below its horizon, or read one twice
@@ -1222,8 +1222,8 @@ sub names_step
 	return $hint =~ /^(?:Give|Remove|Put back|Reconnect|Restart|Run|Wait|Install|Take|Repair|Generate|Set|Use|Move|Copy|Update|Drop|Stop|Start|Let|Retry|Check|Have)\b/;
 }
 
-# two tables of one family in a database share no id; the pollers missed
-# no row below the largest id they read
+# the pollers missed no row below the largest id they read; no server
+# holds an id issued twice
 sub final_checks
 {
 	my ($w, $m) = @_;
@@ -1234,11 +1234,39 @@ sub final_checks
 		my @missed = grep { !$p->{read}{$_} } split ' ', $ids // '';
 		finding($w, 'poller', undef, scalar(@missed) . " rows of $db.tf below the horizon never read") if @missed;
 	}
-	foreach my $db (sort keys %{ $m->{dbs} })
+	issued_once($w);
+}
+
+# Every id a server holds was issued once: in any of its databases and
+# tables of one family, an id carries one write's tag ("db:step:n"), which
+# replication and restores copy with it.  Two tags: issued twice, by this
+# server or by one whose ids it received (its marks were raised above
+# them).  Servers apart may issue equal ids (docs/several-servers.md);
+# where such ids meet in a table, the write that meets them finds it.
+sub issued_once
+{
+	my ($w) = @_;
+	my %servers;
+	push @{ $servers{ $w->{server_of}{$_} } }, $_ foreach grep { !m{/postgres$} } keys %{ $w->{server_of} };
+	foreach my $server (sort keys %servers)
 	{
-		next unless $m->{dbs}{$db}{tables}{tf} && $m->{dbs}{$db}{tables}{tp};
-		my ($n) = query($w, $db, 'SELECT count(*) FROM tf JOIN tp USING (id)');
-		finding($w, 'repeat', undef, "$n flake ids in both $db.tf and $db.tp") if $n;
+		my %tag;
+		my %twice;
+		foreach my $db (sort @{ $servers{$server} })
+		{
+			foreach my $t (@tables)
+			{
+				my ($rows) = query($w, $db, "SELECT string_agg(id::text || '=' || tag, ' ') FROM $t WHERE tag NOT LIKE 'backfill%'");
+				foreach my $row (split ' ', $rows // '')
+				{
+					my ($id, $tag) = split /=/, $row, 2;
+					my $seen = $tag{ $family{$t} }{$id} //= $tag;
+					$twice{"$family{$t} id $id: $seen and $tag"} = 1 if $seen ne $tag;
+				}
+			}
+		}
+		my @twice = sort keys %twice;
+		finding($w, 'repeat', undef, scalar(@twice) . " ids issued twice on $server, such as $twice[0]") if @twice;
 	}
 }
 
