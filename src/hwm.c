@@ -455,7 +455,7 @@ flake_hwm_extend(FlakeMarkState *state, LWLock *lock, FlakeHwm which,
 
 /*
  * Raise the marks to cover marks, exactly, in one write: the newest ids
- * read from a table (receive.c).  Not a chunk further, as
+ * read from a table (table_ids.c).  Not a chunk further, as
  * flake_hwm_extend goes: a later take-over or restart starts every node at
  * the marks, and would start them a chunk ahead of those ids, and of the
  * clock, for nothing.

@@ -8,7 +8,7 @@
  * a part of its own from _PG_init (flake_shmem_add_part), so this file
  * knows no family's layout: it reads the marks at start and hands them to
  * every part.  Taking over another server's state (take_over.c,
- * receive.c) raises the marks and every part under the lock, here.
+ * take_over_ids.c) raises the marks and every part under the lock, here.
  *
  *-------------------------------------------------------------------------
  */
