@@ -47,7 +47,7 @@ my @state_files = qw(flake.hwm flake.rekeys flake.written flake.layout flake.pre
 my @damages = qw(truncate zero delete older);
 
 # the model's settings of a server
-sub conf_of
+sub faults_conf
 {
 	my ($m, $server) = @_;
 	return $m->{conf}{$server} //= { layout => 'default' };
@@ -55,16 +55,16 @@ sub conf_of
 
 # whether flake_next() refuses on a server: a layout set below the one
 # that issued its ids
-sub layout_refused
+sub faults_layout_refused
 {
 	my ($m, $server) = @_;
 	my $recorded = $m->{recorded_layout}{$server};
-	return defined $recorded && $layout{ conf_of($m, $server)->{layout} }{rank} < $recorded;
+	return defined $recorded && $layout{ faults_conf($m, $server)->{layout} }{rank} < $recorded;
 }
 
-sub server_of_db { my ($m, $db) = @_; return $m->{dbs}{$db} && $m->{dbs}{$db}{server} }
+sub faults_server_of { my ($m, $db) = @_; return $m->{dbs}{$db} && $m->{dbs}{$db}{server} }
 
-sub flake_next_table { my ($t) = @_; return $t eq 'tf' || $t eq 'tp' }
+sub faults_flake_next_table { my ($t) = @_; return $t eq 'tf' || $t eq 'tp' }
 
 # flake_next() writes: drawn only where the layout is accepted; the first
 # records the layout of its server
@@ -73,16 +73,16 @@ foreach my $name (qw(write write_prepared))
 	my ($pre, $apply) = @{ $op{$name} }{qw(pre apply)};
 	$op{$name}{pre} = sub {
 		my ($m, $a) = @_;
-		return 0 if flake_next_table($a->{table}) && layout_refused($m, server_of_db($m, $a->{db}) // '');
+		return 0 if faults_flake_next_table($a->{table}) && faults_layout_refused($m, faults_server_of($m, $a->{db}) // '');
 		return $pre->($m, $a);
 	};
 	$op{$name}{apply} = sub {
 		my ($m, $a) = @_;
-		my $server = server_of_db($m, $a->{db});
-		$m->{recorded_layout}{$server} = $layout{ conf_of($m, $server)->{layout} }{rank}
-		  if flake_next_table($a->{table});
+		my $server = faults_server_of($m, $a->{db});
+		$m->{recorded_layout}{$server} = $layout{ faults_conf($m, $server)->{layout} }{rank}
+		  if faults_flake_next_table($a->{table});
 		# the files flake has written on the server by now
-		$m->{written}{$server}{$_} = 1 foreach qw(flake.hwm flake.written), flake_next_table($a->{table}) ? 'flake.layout' : ();
+		$m->{written}{$server}{$_} = 1 foreach qw(flake.hwm flake.written), faults_flake_next_table($a->{table}) ? 'flake.layout' : ();
 		$m->{written}{$server}{'flake.prepared'} = 1 if $name eq 'write_prepared';
 		return $apply->($m, $a);
 	};
@@ -104,7 +104,7 @@ foreach my $name (qw(write write_prepared))
 # received, flake.max_borrow never raised.  Only then is an older
 # flake.hwm harmless; elsewhere docs/guarantees.md says it lets ids
 # repeat ("What does not hold").
-sub clock_past_ids
+sub faults_clock_past_ids
 {
 	my ($m, $server) = @_;
 	return 0 if $m->{clock_moved}{$server} || $m->{borrow_raised}{$server};
@@ -114,7 +114,7 @@ sub clock_past_ids
 }
 
 # the settings file of the explorer's own, included by postgresql.conf
-sub write_settings
+sub faults_write_settings
 {
 	my ($w, $server) = @_;
 	my $node = $w->{node}{$server};
@@ -127,7 +127,7 @@ sub write_settings
 	close $fh or die "$file: $!";
 }
 
-sub slurp_bytes
+sub faults_slurp
 {
 	my ($file) = @_;
 	open my $fh, '<:raw', $file or return undef;
@@ -137,7 +137,7 @@ sub slurp_bytes
 	return $data;
 }
 
-sub put_bytes
+sub faults_put
 {
 	my ($file, $data) = @_;
 	if (!defined $data)
@@ -151,8 +151,19 @@ sub put_bytes
 	chmod 0600, $file;
 }
 
+# A fast shutdown; where it does not end (a publisher's walsender waiting
+# on its subscriber under the stopped clocks: pg_ctl gives up after 60 s),
+# an immediate one, so that the history goes on
+sub faults_stop
+{
+	my ($w, $server) = @_;
+	return if $w->{node}{$server}->stop('fast', fail_ok => 1);
+	push @{ $w->{log} }, "    $server: the fast shutdown did not end, an immediate one";
+	$w->{node}{$server}->stop('immediate', fail_ok => 1);
+}
+
 # a refusal of flake after a fault: its SQLSTATE and hint
-sub probe
+sub faults_probe
 {
 	my ($w, $m, $server, $what) = @_;
 	my $db = "$server/app";
@@ -205,26 +216,25 @@ sub probe
 				foreach my $name (sort keys %setting)
 				{
 					push @a, map { { server => $server, setting => $name, value => $_ } }
-					  grep { $_ ne (conf_of($m, $server)->{$name} // $setting{$name}[0]) } @{ $setting{$name} };
+					  grep { $_ ne (faults_conf($m, $server)->{$name} // $setting{$name}[0]) } @{ $setting{$name} };
 				}
 			}
 			return @a;
 		},
 		pre => sub {
 			my ($m, $a) = @_;
-			return $a->{value} ne (conf_of($m, $a->{server})->{ $a->{setting} } // $setting{ $a->{setting} }[0]);
+			return $a->{value} ne (faults_conf($m, $a->{server})->{ $a->{setting} } // $setting{ $a->{setting} }[0]);
 		},
 		apply => sub {
 			my ($m, $a) = @_;
-			conf_of($m, $a->{server})->{ $a->{setting} } = $a->{value};
+			faults_conf($m, $a->{server})->{ $a->{setting} } = $a->{value};
 			$m->{borrow_raised}{ $a->{server} } = 1 if $a->{setting} eq 'flake.max_borrow' && $a->{value} =~ /^(10s|1min)$/;
 		},
 		run => sub {
 			my ($w, $a) = @_;
-			my $node = $w->{node}{ $a->{server} };
 			($w->{conf}{ $a->{server} } //= { layout => 'default' })->{ $a->{setting} } = $a->{value};
-			write_settings($w, $a->{server});
-			$node->stop('fast');
+			faults_write_settings($w, $a->{server});
+			faults_stop($w, $a->{server});
 			return start($w, $a->{server});
 		},
 	},
@@ -242,7 +252,7 @@ sub probe
 		run    => sub {
 			my ($w, $a) = @_;
 			my $dir = $w->{node}{ $a->{server} }->data_dir;
-			$w->{saved}{ $a->{server} } = { map { $_ => slurp_bytes("$dir/$_") } @state_files };
+			$w->{saved}{ $a->{server} } = { map { $_ => faults_slurp("$dir/$_") } @state_files };
 			return undef;
 		},
 	},
@@ -276,7 +286,7 @@ sub probe
 			# an older flake.hwm lets ids repeat where the clock is behind them,
 			# and an older flake.layout where the layout changed since (docs/
 			# guarantees.md, "What does not hold": a copy older than the damage)
-			return 0 if $a->{file} eq 'flake.hwm' && !clock_past_ids($m, $a->{server});
+			return 0 if $a->{file} eq 'flake.hwm' && !faults_clock_past_ids($m, $a->{server});
 			return 0 if $a->{file} eq 'flake.layout'
 			  && ($m->{saved}{ $a->{server} }{layout} // -1) != ($m->{recorded_layout}{ $a->{server} } // -1);
 			return 1;
@@ -291,11 +301,11 @@ sub probe
 			my ($w, $a, $step, $m) = @_;
 			my $node = $w->{node}{ $a->{server} };
 			my $path = $node->data_dir . "/$a->{file}";
-			$node->stop('fast');
-			my $intact = slurp_bytes($path);
+			faults_stop($w, $a->{server});
+			my $intact = faults_slurp($path);
 			if ($a->{damage} eq 'older')
 			{
-				put_bytes($path, $w->{saved}{ $a->{server} }{ $a->{file} });
+				faults_put($path, $w->{saved}{ $a->{server} }{ $a->{file} });
 			}
 			elsif ($a->{damage} eq 'delete')
 			{
@@ -303,7 +313,7 @@ sub probe
 			}
 			elsif (defined $intact)
 			{
-				put_bytes($path, $a->{damage} eq 'zero' ? "\0" x length($intact) : substr($intact, 0, int(length($intact) / 2)));
+				faults_put($path, $a->{damage} eq 'zero' ? "\0" x length($intact) : substr($intact, 0, int(length($intact) / 2)));
 			}
 			my $err = start($w, $a->{server});
 			return $err if $err;
@@ -314,7 +324,7 @@ sub probe
 			if ($a->{file} =~ /^flake\.(hwm|layout)$/ && defined $intact
 				&& !($a->{file} eq 'flake.layout' && $a->{damage} eq 'delete'))
 			{
-				$refused = probe($w, $m, $a->{server}, $a->{file} eq 'flake.hwm' ? 'ulidflake_next()' : 'flake_next()');
+				$refused = faults_probe($w, $m, $a->{server}, $a->{file} eq 'flake.hwm' ? 'ulidflake_next()' : 'flake_next()');
 				if ($refused)
 				{
 					push @{ $w->{log} }, "    $refused->{sqlstate}: $refused->{message}"
@@ -338,9 +348,9 @@ sub probe
 			# written: a flake.rekeys never written is then "missing", and
 			# take-overs are refused until it is put back
 			return undef unless defined $intact && $a->{file} =~ /^flake\.(hwm|rekeys|layout|written)$/;
-			put_bytes($path, $intact);
+			faults_put($path, $intact);
 			return undef unless $a->{file} eq 'flake.layout';
-			$node->stop('fast');
+			faults_stop($w, $a->{server});
 			return start($w, $a->{server});
 		},
 	},
