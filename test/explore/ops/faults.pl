@@ -278,9 +278,10 @@ sub faults_probe
 		},
 		pre => sub {
 			my ($m, $a) = @_;
-			# a file flake wrote (flake.rekeys: only rekeys write it, and
-			# flake.written records it; drawn as the others)
-			return 0 unless $m->{written}{ $a->{server} }{ $a->{file} } || $a->{file} eq 'flake.rekeys' && $m->{written}{ $a->{server} }{'flake.hwm'};
+			# once the server issued ids; a file flake has not written (flake.rekeys
+			# until a rekey) is damaged by a file put where there was none
+			return 0 unless $m->{written}{ $a->{server} }{'flake.hwm'};
+			return 0 if $a->{damage} eq 'delete' && !$m->{written}{ $a->{server} }{ $a->{file} };
 			return 1 unless $a->{damage} eq 'older';
 			return 0 unless $m->{saved}{ $a->{server} };
 			# an older flake.hwm lets ids repeat where the clock is behind them,
@@ -291,38 +292,29 @@ sub faults_probe
 			  && ($m->{saved}{ $a->{server} }{layout} // -1) != ($m->{recorded_layout}{ $a->{server} } // -1);
 			return 1;
 		},
-		# a flake.layout deleted: flake takes the layout of the next id, as
-		# on a server from 1.4 (docs/guarantees.md, "The layout")
-		apply => sub {
-			my ($m, $a) = @_;
-			delete $m->{recorded_layout}{ $a->{server} } if $a->{file} eq 'flake.layout' && $a->{damage} eq 'delete';
-		},
+		apply => sub { },
 		run => sub {
 			my ($w, $a, $step, $m) = @_;
 			my $node = $w->{node}{ $a->{server} };
 			my $path = $node->data_dir . "/$a->{file}";
 			faults_stop($w, $a->{server});
 			my $intact = faults_slurp($path);
-			if ($a->{damage} eq 'older')
-			{
-				faults_put($path, $w->{saved}{ $a->{server} }{ $a->{file} });
-			}
-			elsif ($a->{damage} eq 'delete')
-			{
-				unlink $path;
-			}
-			elsif (defined $intact)
-			{
-				faults_put($path, $a->{damage} eq 'zero' ? "\0" x length($intact) : substr($intact, 0, int(length($intact) / 2)));
-			}
+			# where there was none: an empty file (truncated), or zeros
+			faults_put($path,
+				  $a->{damage} eq 'older'  ? $w->{saved}{ $a->{server} }{ $a->{file} }
+				: $a->{damage} eq 'delete' ? undef
+				: $a->{damage} eq 'zero'   ? "\0" x (defined $intact ? length($intact) : 64)
+				:                            substr($intact // '', 0, int(length($intact // '') / 2)));
 			my $err = start($w, $a->{server});
 			return $err if $err;
 			push @{ $w->{log} }, "    $a->{file} " . (defined $intact ? length($intact) . ' bytes' : 'absent') . ' before';
+			# what flake must take for damage: not an older copy, nor the
+			# deletion of a file that was not there
+			my $damaged = $a->{damage} ne 'older' && (defined $intact || $a->{damage} ne 'delete');
 			my $refused;
 			# the generators refuse where flake.hwm or flake.layout cannot be
 			# read (ulidflake_next() reads the marks and records no layout)
-			if ($a->{file} =~ /^flake\.(hwm|layout)$/ && defined $intact
-				&& !($a->{file} eq 'flake.layout' && $a->{damage} eq 'delete'))
+			if ($a->{file} =~ /^flake\.(hwm|layout)$/ && (defined $intact || $damaged))
 			{
 				$refused = faults_probe($w, $m, $a->{server}, $a->{file} eq 'flake.hwm' ? 'ulidflake_next()' : 'flake_next()');
 				if ($refused)
@@ -332,22 +324,21 @@ sub faults_probe
 					finding($w, 'no hint', $step, "$a->{file} $a->{damage}: $refused->{message}")
 					  if ($refused->{sqlstate} // '') =~ /^[0-9A-Z]{5}$/ && !$refused->{hint};
 				}
-				elsif ($a->{damage} ne 'older' && ($m->{dbs}{"$a->{server}/app"}{ext} // '') eq 'current'
-					&& $a->{file} eq 'flake.hwm')
+				elsif ($damaged && ($m->{dbs}{"$a->{server}/app"}{ext} // '') eq 'current'
+					&& ($a->{file} eq 'flake.hwm' || !defined $intact || defined $m->{recorded_layout}{ $a->{server} }))
 				{
-					finding($w, 'damage unseen', $step, "ulidflake_next() issued an id with $a->{file} $a->{damage}");
+					finding($w, 'damage unseen', $step, "an id issued with $a->{file} $a->{damage}");
 				}
 			}
 			# the repair the hints name: the intact copy put back (flake.hwm
 			# and flake.rekeys are read again at the next call; flake.layout
-			# at the next start).  An older copy flake took stays, and so does
-			# a flake.layout deleted (the next id records the layout).
+			# at the next start).  An older copy flake took stays.
 			return undef if $a->{damage} eq 'older' && !$refused;
-			return undef if $a->{damage} eq 'delete' && $a->{file} =~ /^flake\.(layout|written)$/;
+			return undef if $a->{damage} eq 'delete' && $a->{file} eq 'flake.written';
 			# a flake.written that cannot be read stands for both files
 			# written: a flake.rekeys never written is then "missing", and
 			# take-overs are refused until it is put back
-			return undef unless defined $intact && $a->{file} =~ /^flake\.(hwm|rekeys|layout|written)$/;
+			return undef unless $a->{file} =~ /^flake\.(hwm|rekeys|layout|written)$/;
 			faults_put($path, $intact);
 			return undef unless $a->{file} eq 'flake.layout';
 			faults_stop($w, $a->{server});
