@@ -7,6 +7,8 @@
 #
 # What flake may answer: wait, borrow up to flake.max_borrow, or refuse
 # with SQLSTATE and hint (a correct outcome); never an id issued twice.
+# A generator whose flake.hwm or flake.layout is damaged or lost must
+# refuse: an id it issues is the finding "damage unseen".
 # The model follows what docs/guarantees.md says flake does, so that a
 # history goes on with steps that can succeed: a layout refused at the
 # first flake_next() ("The layout") takes the flake_next() writes of its
