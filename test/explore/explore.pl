@@ -924,8 +924,9 @@ sub set_clock
 {
 	my ($w, $seconds) = @_;
 	$w->{now} += $seconds;
-	$w->{clock}{blue}->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($w->{now})));
-	$w->{clock}{green}->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($w->{now} - $w->{lag})));
+	# a server's own step (test/explore/ops/faults.pl) on top
+	$w->{clock}{blue}->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($w->{now} + ($w->{skew}{blue} // 0))));
+	$w->{clock}{green}->set(strftime('%Y-%m-%d %H:%M:%S', gmtime($w->{now} - $w->{lag} + ($w->{skew}{green} // 0))));
 }
 
 sub end_world
