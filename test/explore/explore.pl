@@ -1111,7 +1111,7 @@ my %dump_args = (
 	fc        => [ '-Fc' ],
 	plain     => [],
 	schema_n  => [ '-n', 'public' ],
-	table_t   => [ map { ('-t', $_) } @tables ],
+	table_t   => [ map { ('-t', $_ eq 'tp' ? 'tp*' : $_) } @tables ],    # tp with its partitions
 	data_only => [ '--data-only', '--disable-triggers' ],
 	inserts   => [ '--inserts' ],
 );

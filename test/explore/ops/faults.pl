@@ -153,17 +153,6 @@ sub faults_put
 	chmod 0600, $file;
 }
 
-# A fast shutdown; where it does not end (a publisher's walsender waiting
-# on its subscriber under the stopped clocks: pg_ctl gives up after 60 s),
-# an immediate one, so that the history goes on
-sub faults_stop
-{
-	my ($w, $server) = @_;
-	return if $w->{node}{$server}->stop('fast', fail_ok => 1);
-	push @{ $w->{log} }, "    $server: the fast shutdown did not end, an immediate one";
-	$w->{node}{$server}->stop('immediate', fail_ok => 1);
-}
-
 # a refusal of flake after a fault: its SQLSTATE and hint
 sub faults_probe
 {
@@ -236,8 +225,7 @@ sub faults_probe
 			my ($w, $a) = @_;
 			($w->{conf}{ $a->{server} } //= { layout => 'default' })->{ $a->{setting} } = $a->{value};
 			faults_write_settings($w, $a->{server});
-			faults_stop($w, $a->{server});
-			return start($w, $a->{server});
+			return stop($w, $a->{server}, 'fast') // start($w, $a->{server});
 		},
 	},
 
@@ -299,7 +287,8 @@ sub faults_probe
 			my ($w, $a, $step, $m) = @_;
 			my $node = $w->{node}{ $a->{server} };
 			my $path = $node->data_dir . "/$a->{file}";
-			faults_stop($w, $a->{server});
+			my $err = stop($w, $a->{server}, 'fast');
+			return $err if $err;
 			my $intact = faults_slurp($path);
 			# where there was none: an empty file (truncated), or zeros
 			faults_put($path,
@@ -343,8 +332,7 @@ sub faults_probe
 			return undef unless $a->{file} =~ /^flake\.(hwm|rekeys|layout|written)$/;
 			faults_put($path, $intact);
 			return undef unless $a->{file} eq 'flake.layout';
-			faults_stop($w, $a->{server});
-			return start($w, $a->{server});
+			return stop($w, $a->{server}, 'fast') // start($w, $a->{server});
 		},
 	},
 );
