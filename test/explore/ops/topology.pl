@@ -86,7 +86,7 @@ sub topology_program
 {
 	my ($what, @cmd) = @_;
 	my ($out, $err) = ('', '');
-	my $ok = eval { IPC::Run::run(\@cmd, '>', \$out, '2>', \$err, IPC::Run::timeout(300)) };
+	my $ok = eval { IPC::Run::run(\@cmd, '>', \$out, '2>', \$err, IPC::Run::timeout(120)) };
 	return undef if $ok;
 	my ($hint) = $err =~ /HINT:\s+(.*)/;
 	return { sqlstate => $what, message => "$what: exit " . ($? >> 8) . ': ' . ($@ || $err || $out), hint => $hint };
@@ -119,7 +119,7 @@ sub legacy_writer
 	print $fh "INSERT INTO ts (tag) VALUES ('writer:$step');\n";
 	close $fh;
 	my %out = (out => '', err => '');
-	local $ENV{PGOPTIONS} = '-c statement_timeout=60s';
+	local $ENV{PGOPTIONS} = '-c statement_timeout=10s';
 	my $h = IPC::Run::start(
 		[ 'pgbench', '--no-vacuum', '--client' => 2, '--transactions' => 300, '--file' => $script,
 		  '--host' => $node->host, '--port' => $node->port, 'legacy' ],
@@ -141,6 +141,17 @@ sub legacy_writer_done
 	my ($n) = query($w, 'blue/legacy', "SELECT count(*) FROM ts WHERE tag = 'writer:$step'");
 	finding($w, 'lost', $step, "$processed rows committed by the writer, $n in blue/legacy.ts")
 	  if defined $n && $n != $processed;
+}
+
+# the serial table migrated, by flake_migrate() or flake_migrate_online,
+# its statements cancelled after 20 s (a wait on the stopped clock)
+sub legacy_migrate
+{
+	my ($w, $how) = @_;
+	local $ENV{PGOPTIONS} = '-c statement_timeout=20s';
+	return sql($w, 'blue/legacy', q{SELECT count(*) FROM flake_migrate('ts')}) if $how eq 'sql';
+	return topology_program('online', topology_bindir() . '/flake_migrate_online',
+		'-d', $w->{node}{blue}->connstr('legacy'), '-t', 'ts');
 }
 
 %op = (
@@ -206,7 +217,12 @@ sub legacy_writer_done
 			my $standby = $w->{node}{standby};
 			eval { $standby->promote; 1 }
 			  or return { sqlstate => 'promote', message => "pg_ctl promote failed: $@" };
-			# the old primary stopped, beside the new one
+			# as after a restart, the promoted server waits for its clock to
+			# pass the ids blue issued (borrowed ahead of the stopped clock)
+			set_clock($w, 2);
+			# the old primary stopped, beside the new one (an older one left
+			# stopped: end_world removes it)
+			$w->{node}{"stopped_$step"} = $w->{node}{old_primary} if $w->{node}{old_primary};
 			$w->{old_primary_mode}      = $a->{mode};
 			$w->{node}{old_primary}     = $w->{node}{blue};
 			$w->{clock_of}{old_primary} = $w->{clock_of}{blue} // 'blue';
@@ -316,16 +332,13 @@ sub legacy_writer_done
 		run   => sub {
 			my ($w, $a, $step) = @_;
 			my $writer = legacy_writer($w, $step);
-			my $err;
-			if ($a->{how} eq 'sql')
+			my $err = legacy_migrate($w, $a->{how});
+			# waiting on the stopped clock (ids ahead of it): time passes, and
+			# the operator runs it again
+			if ($err && ($err->{message} // '') =~ /statement timeout/)
 			{
-				$err = sql($w, 'blue/legacy', q{SET statement_timeout = 0; SELECT count(*) FROM flake_migrate('ts')});
-			}
-			else
-			{
-				local $ENV{PGOPTIONS} = '';
-				$err = topology_program('online', topology_bindir() . '/flake_migrate_online',
-					'-d', $w->{node}{blue}->connstr('legacy'), '-t', 'ts');
+				set_clock($w, 2 + $w->{lag});
+				$err = legacy_migrate($w, $a->{how});
 			}
 			legacy_writer_done($w, $writer, $step);
 			legacy_overlap($w, $step);
@@ -368,10 +381,10 @@ sub legacy_writer_done
 			{
 				my ($gen, $h, $o) = @$writer;
 				eval { $h->finish };
-				if ($o->{err} =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+(.*)/)
+				if (my ($state, $message) = $o->{err} =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+(.*)/)
 				{
 					my ($hint) = $o->{err} =~ /HINT:\s+(.*)/;
-					$refused //= { sqlstate => $1, message => $2, hint => $hint };
+					$refused //= { sqlstate => $state, message => $message, hint => $hint };
 					next;
 				}
 				chomp(my $n = $o->{out});
