@@ -24,7 +24,7 @@
 use strict;
 use warnings;
 
-our (%op, @tables, %generator, $rows, $run_dir, $world_count);
+our (%op, $rows, $run_dir, $world_count);
 
 # every table of the public schema of blue's databases with its rows
 sub topology_counts
@@ -123,14 +123,14 @@ sub legacy_writer
 	my $h = IPC::Run::start(
 		[ 'pgbench', '--no-vacuum', '--client' => 2, '--transactions' => 300, '--file' => $script,
 		  '--host' => $node->host, '--port' => $node->port, 'legacy' ],
-		'>', \$out{out}, '2>', \$out{err});
+		'>', \$out{out}, '2>', \$out{err}, IPC::Run::timeout(180));
 	return { handle => $h, out => \%out };
 }
 
 sub legacy_writer_done
 {
 	my ($w, $writer, $step) = @_;
-	eval { $writer->{handle}->finish };
+	eval { $writer->{handle}->finish; 1 } or $writer->{handle}->kill_kill;
 	my $o = $writer->{out};
 	finding($w, 'repeat', $step, "a writer of blue/legacy.ts met an id issued before: "
 		  . join(' | ', grep { /duplicate key/ } split /\n/, $o->{err}))
@@ -236,6 +236,9 @@ sub legacy_migrate
 				sleep 0.1;
 			}
 			my $after = topology_counts($w);
+			my $carried = 0;
+			$carried += $_ foreach values %$before;
+			push @{ $w->{log} }, sprintf('    failover: %d rows of %d tables carried', $carried, scalar keys %$before);
 			foreach my $t (sort keys %$before)
 			{
 				finding($w, 'lost', $step, "failover: $before->{$t} rows of $t before, " . ($after->{$t} // 'none') . ' after')
@@ -373,14 +376,19 @@ sub legacy_migrate
 				my $h = IPC::Run::start([ 'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-d', $node->connstr(dbname($a->{db})),
 						'-c', qq{WITH ins AS (INSERT INTO tf (id, tag) SELECT $gen, '$tag' || g FROM generate_series(1, $rows) g
 							ON CONFLICT DO NOTHING RETURNING 1) SELECT count(*) FROM ins} ],
-					'>', \$o{out}, '2>', \$o{err});
+					'>', \$o{out}, '2>', \$o{err}, IPC::Run::timeout(90));
 				push @writers, [ $gen, $h, \%o ];
 			}
 			my $refused;
 			foreach my $writer (@writers)
 			{
 				my ($gen, $h, $o) = @$writer;
-				eval { $h->finish };
+				if (!eval { $h->finish; 1 })
+				{
+					$h->kill_kill;
+					$refused //= { sqlstate => 'stall', message => "a writer of $gen did not end" };
+					next;
+				}
 				if (my ($state, $message) = $o->{err} =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+(.*)/)
 				{
 					my ($hint) = $o->{err} =~ /HINT:\s+(.*)/;
