@@ -193,7 +193,7 @@ sub legacy_migrate
 	# from or to blue is not carried over (PostgreSQL 15 keeps no slot on a
 	# standby): no subscription live on either side.
 	failover => {
-		weight => 3,
+		weight => 6,
 		args   => sub {
 			my ($m) = @_;
 			return () unless $op{failover}{pre}->($m, {});
@@ -251,7 +251,7 @@ sub legacy_migrate
 	# pg_rewind of the old primary onto the promoted one, which it then
 	# follows as its standby (started with its own clock)
 	rewind => {
-		weight => 2,
+		weight => 4,
 		args   => sub { my ($m) = @_; return $op{rewind}{pre}->($m, {}) ? ({}) : () },
 		pre    => sub { my ($m) = @_; return $m->{old_primary} && !$m->{standby} },
 		apply  => sub {
