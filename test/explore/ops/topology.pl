@@ -178,6 +178,12 @@ sub legacy_migrate
 			return $err if $err;
 			eval { $blue->backup($backup); 1 }
 			  or return { sqlstate => 'backup', message => "pg_basebackup failed: $@" };
+			# a standby left by a step that stalled: stopped, for end_world
+			if (my $stalled = delete $w->{node}{standby})
+			{
+				$stalled->stop('immediate', fail_ok => 1);
+				$w->{node}{"stopped_$step"} = $stalled;
+			}
 			my $node = PostgreSQL::Test::Cluster->new("standby_${world_count}_$step");
 			$node->init_from_backup($blue, $backup, has_streaming => 1);
 			$w->{node}{standby} = $node;
@@ -261,7 +267,9 @@ sub legacy_migrate
 		},
 		run => sub {
 			my ($w, $a, $step) = @_;
-			my $old = $w->{node}{old_primary};
+			# (an earlier rewind that stalled rewound it already)
+			my $old = $w->{node}{old_primary}
+			  or return { sqlstate => 'stall', message => 'the old primary was rewound already' };
 			my $blue = $w->{node}{blue};
 			# the promoted server's timeline in its control file
 			my $err = sql($w, 'blue/postgres', 'CHECKPOINT');
@@ -279,8 +287,11 @@ sub legacy_migrate
 			$err = topology_program('pg_rewind', 'pg_rewind', '--target-pgdata', $old->data_dir,
 				'--source-server', $blue->connstr('postgres'));
 			return $err if $err;
-			# pg_rewind copied the promoted server's postgresql.conf: its port too
-			$old->append_conf('postgresql.conf', 'port = ' . $old->port . "\n");
+			# pg_rewind copied the promoted server's postgresql.conf: its port
+			# too, and settings changed there since it started
+			my ($prepared) = query($w, 'blue/postgres', 'SHOW max_prepared_transactions');
+			$old->append_conf('postgresql.conf', 'port = ' . $old->port . "\n"
+				  . 'max_prepared_transactions = ' . ($prepared // 10) . "\n");
 			$old->enable_streaming($blue);
 			$w->{node}{standby} = $old;
 			$w->{clock_of}{standby} = $w->{clock_of}{old_primary};
