@@ -57,6 +57,8 @@ our %family = (tf => 'flake', tu => 'ulidflake', tr => 'randflake', tp => 'flake
 our %generator = (tf => 'flake_next()', tu => 'ulidflake_next()', tr => 'randflake_next()', tp => 'flake_next()');
 our @tables = qw(tf tu tr tp);
 our $rows = 200;
+# the versions of flake released, each installable with CREATE EXTENSION
+our @released = qw(1.0 1.1 1.2 1.3 1.4);
 
 # --- the PRNG: xorshift32, the same sequence on every machine
 my $rng_state;
@@ -159,15 +161,16 @@ sub table_sql
 our %op;
 
 %op = (
-	# the extension at the current version, or (one time in four) at 1.3,
-	# a server not yet updated, then update_extension
+	# the extension at the current version, or (one time in two) at a
+	# released one (every generator and the ulidflake type since 1.0), a
+	# server not yet updated, then update_extension
 	create_extension => {
 		core   => 1,
 		weight => 3,
 		args   => sub {
 			my ($m) = @_;
 			return grep { $op{create_extension}{pre}->($m, $_) }
-			  map { my $db = $_; map { { db => $db, version => $_ } } ('current', 'current', 'current', '1.3') } qw(blue/app green/app);
+			  map { my $db = $_; map { { db => $db, version => $_ } } (('current') x 5, @released) } qw(blue/app green/app);
 		},
 		pre => sub {
 			my ($m, $a) = @_;
@@ -192,7 +195,7 @@ our %op;
 		},
 		pre => sub {
 			my ($m, $a) = @_;
-			return 0 unless ($m->{dbs}{ $a->{db} }{ext} // 0) eq '1.3';
+			return 0 unless grep { $_ eq ($m->{dbs}{ $a->{db} }{ext} // 0) } @released;
 			return !($a->{db} eq 'blue/app' && $m->{sub} && $m->{pub}{all}) || $m->{dbs}{'green/app'}{ext} eq 'current';
 		},
 		apply => sub { my ($m, $a) = @_; $m->{dbs}{ $a->{db} }{ext} = 'current' },
