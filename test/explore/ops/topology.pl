@@ -281,7 +281,7 @@ sub legacy_migrate
 			if ($w->{old_primary_mode} eq 'immediate')
 			{
 				$old->start(fail_ok => 1) or return { sqlstate => 'start', message => 'the old primary did not start' };
-				$old->stop('fast');
+				$old->stop('fast', fail_ok => 1) or $old->stop('immediate', fail_ok => 1);
 				topology_unlock($old);
 			}
 			$err = topology_program('pg_rewind', 'pg_rewind', '--target-pgdata', $old->data_dir,
