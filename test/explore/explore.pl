@@ -23,7 +23,8 @@
 # Environment: EXPLORE_SEED=n (one history: replay it), EXPLORE_SEEDS="n m"
 # (these), EXPLORE_HISTORY=file (replay a history file), EXPLORE_SECONDS
 # (new seeds until then; default 300), EXPLORE_SHRINK_SECONDS (default
-# 240), EXPLORE_STEPS (a history's length, default 36), EXPLORE_OUT (where
+# 240, a finding, once the search is over), EXPLORE_STEPS (a history's
+# length, default 72), EXPLORE_OUT (where
 # the failing histories are written).  Ends with "N passed, N failed".
 use strict;
 use warnings;
@@ -148,7 +149,11 @@ sub table_sql
 # again when the history runs); apply($m, $a): the model after it;
 # run($w, $a, $step): what it does, returning undef or the error of a
 # refusal.  The generator picks an operation by weight among those with
-# arguments, then one of its argument sets.  Operations of a concern of
+# arguments, then one of its argument sets.  group: operations of one
+# concern, drawn together or not at all in a history (swarm testing).
+# before($m, $a) and then($m, $a, $lead): the steps an operator takes
+# right before and right after this one (a routine); one of each is drawn
+# with it.  Operations of a concern of
 # their own (faults of the machine, other topologies) are in
 # test/explore/ops/*.pl, each adding its entries to %op.
 our %op;
@@ -483,12 +488,15 @@ our %op;
 	# staging copy) on blue or green: the forms of pg_dump, the extension
 	# created first where the form does not carry it
 	dump_restore => {
+		group  => 'restores',
 		weight => 4,
 		args   => sub {
 			my ($m) = @_;
 			return () if $m->{restores} >= 4;
 			my @a;
-			foreach my $src (sort keys %{ $m->{dbs} })
+			# a dump of production (the live app database), the common
+			# case, counts twice
+			foreach my $src (sort(keys %{ $m->{dbs} }), "$m->{live}/app")
 			{
 				foreach my $form (qw(fc plain schema_n table_t data_only inserts))
 				{
@@ -514,6 +522,15 @@ our %op;
 			};
 			$a->{db} = $name;
 		},
+		# a dump of a running application (it writes up to the dump), then
+		# the copy's take-over, or its application's first writes (refused
+		# where the copy comes from another server not taken over)
+		before => sub { my ($m, $a) = @_; return source_writes($m, $a->{src}) },
+		then   => sub {
+			my ($m, $a, $lead) = @_;
+			my @writes = staging_writes($m, $a->{db}, $lead);
+			return ((map { [ 'take_over_ids', { db => $a->{db} } ] } 0 .. ($#writes > 0 ? $#writes : 0)), @writes);
+		},
 		run => sub {
 			my ($w, $a, $step) = @_;
 			my $name = "$a->{to}/r" . ($w->{restores} += 1);
@@ -524,7 +541,8 @@ our %op;
 	# the next refresh of a staging copy: DROP DATABASE, a new dump of the
 	# same source restored in its place
 	restore_again => {
-		weight => 2,
+		group  => 'restores',
+		weight => 5,
 		args   => sub {
 			my ($m) = @_;
 			return map { { db => $_ } } grep { $m->{dbs}{$_}{restored} && $m->{dbs}{ $m->{dbs}{$_}{restored}{src} } }
@@ -542,6 +560,11 @@ our %op;
 			$d->{tables} = { map { $_ => { %{ $src->{tables}{$_} } } } keys %{ $src->{tables} } };
 			delete $d->{taken};
 		},
+		# a refresh of a copy of a running application: the application
+		# writes in production up to the dump, and in the copy as soon as
+		# it is back (the same table, the same workload)
+		before => sub { my ($m, $a) = @_; return source_writes($m, $m->{dbs}{ $a->{db} }{restored}{src}) },
+		then   => sub { my ($m, $a, $lead) = @_; return staging_writes($m, $a->{db}, $lead) },
 		run => sub {
 			my ($w, $a, $step) = @_;
 			my $src = $w->{restored_from}{ $a->{db} } or return undef;
@@ -551,6 +574,7 @@ our %op;
 	},
 
 	take_over_ids => {
+		group  => 'restores',
 		weight => 4,
 		args   => sub {
 			my ($m) = @_;
@@ -752,6 +776,27 @@ sub poll
 	return undef;
 }
 
+# the writes of a restored copy's application: on the table production
+# wrote before the dump (the routine's lead step), else on any table with
+# its default
+sub staging_writes
+{
+	my ($m, $db, $lead) = @_;
+	my @w = map { [ 'write', { db => $db, table => $_ } ] }
+	  grep { $op{write}{pre}->($m, { db => $db, table => $_ }) } @tables;
+	my @same = $lead ? grep { $_->[1]{table} eq $lead->[2]{table} } @w : ();
+	return @same ? @same : @w;
+}
+
+# the writes of the application of a database that is dumped (none where
+# it does not take writes)
+sub source_writes
+{
+	my ($m, $db) = @_;
+	return map { [ 'write', { db => $db, table => $_ } ] }
+	  grep { $op{write}{pre}->($m, { db => $db, table => $_ }) } @tables;
+}
+
 # rows of one table that reach another database (replication), in the model
 sub copy_rows
 {
@@ -772,7 +817,11 @@ sub draw_history
 	my @steps;
 	# swarm testing: each history draws from a part of the operations
 	# (the steps of every order stay), so that it goes deeper into them
-	my @ops = grep { $op{$_}{core} || rnd(2) } sort keys %op;
+	my %drawn;
+	my @ops = grep {
+		my $group = $op{$_}{group} // $_;
+		$op{$_}{core} || ($drawn{$group} //= rnd(2))
+	} sort keys %op;
 	while (@steps < $length)
 	{
 		my @choices = map { my $name = $_; map { [ $name, $_ ] } $op{$name}{args}->($m) } @ops;
@@ -786,10 +835,23 @@ sub draw_history
 			$r -= $op{ $c->[0] }{weight} / count_of($c->[0], \@choices);
 			if ($r < 0) { $choice = $c; last }
 		}
+		# a routine: the step that comes before it (one of them), the step,
+		# the steps that follow it (one of them, and so on)
 		my ($name, $a) = @$choice;
-		$op{$name}{apply}->($m, $a);
-		delete $a->{db} if $name eq 'dump_restore';
-		push @steps, { op => $name, args => $a };
+		my @before = $op{$name}{before} ? $op{$name}{before}->($m, $a) : ();
+		my $lead = @before ? $before[ rnd(scalar @before) ] : undef;
+		unshift @$lead, 1 if $lead;
+		my @routine = ($lead ? $lead : (), [ 0, $name, $a ]);
+		while (my $r = shift @routine)
+		{
+			last if @steps >= $length;
+			my (undef, $name, $a) = @$r;
+			$op{$name}{apply}->($m, $a);
+			my @then = $op{$name}{then} && !$r->[0] ? $op{$name}{then}->($m, $a, $lead) : ();
+			delete $a->{db} if $name eq 'dump_restore';
+			push @steps, { op => $name, args => $a };
+			push @routine, [ 1, @{ $then[ rnd(scalar @then) ] } ] if @then;
+		}
 	}
 	return @steps;
 }
@@ -1221,10 +1283,10 @@ my $out_dir = $ENV{EXPLORE_OUT} // "$run_dir/found";
 mkdir $out_dir;
 my $seconds = $ENV{EXPLORE_SECONDS} // 300;
 my $shrink_seconds = $ENV{EXPLORE_SHRINK_SECONDS} // 240;
-my $length = $ENV{EXPLORE_STEPS} // 36;
+my $length = $ENV{EXPLORE_STEPS} // 72;
 my $end = time() + $seconds;
 my ($passed, $failed) = (0, 0);
-my @runs;
+my (@runs, @found);
 
 if ($ENV{EXPLORE_HISTORY})
 {
@@ -1281,13 +1343,25 @@ while (1)
 	# the steps after the first finding of the kind shrunk go first
 	my @first = grep { $_->{kind} eq $kinds[0] && $_->{step} } @{ $w->{findings} };
 	splice @steps, $first[0]{step} if @first;
-	my @short = shrink($kinds[0], time() + $shrink_seconds, @steps);
+	push @found, [ $label, $kinds[0], @steps ];
+}
+
+printf $say "the search is over (%.0f s): %s\n", time() - ($end - $seconds),
+  @found ? 'found ' . join(', ', map { "$_->[0] ($_->[1])" } @found) : 'nothing found' if @found || $explore;
+
+# the findings shrunk once the search is over: shrinking takes minutes a
+# finding, which the search of new seeds would otherwise lose
+foreach my $f (@found)
+{
+	my ($label, $kind, @steps) = @$f;
+	print $say "$label: shrinking ($kind, " . scalar(@steps) . " steps, at most $shrink_seconds s)\n";
+	my @short = shrink($kind, time() + $shrink_seconds, @steps);
 	my $sw = run_history("$label shrunk", @short);
 	(my $name = $label) =~ s{^.*/|\.history$}{}g;
 	$name =~ s/\W+/-/g;
 	my $file = "$out_dir/$name.history";
 	open my $fh, '>', $file or die "$file: $!";
-	print $fh "# $label: $kinds[0] (shrunk from " . scalar(@steps) . " steps)\n";
+	print $fh "# $label: $kind (shrunk from " . scalar(@steps) . " steps)\n";
 	print $fh step_text($_), "\n" foreach @short;
 	close $fh;
 	print $say "$label: shortest history found (" . scalar(@short) . " steps; $file), replay: make explore EXPLORE_HISTORY=$file"
