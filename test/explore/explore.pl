@@ -1343,17 +1343,28 @@ while (1)
 	# the steps after the first finding of the kind shrunk go first
 	my @first = grep { $_->{kind} eq $kinds[0] && $_->{step} } @{ $w->{findings} };
 	splice @steps, $first[0]{step} if @first;
-	push @found, [ $label, $kinds[0], @steps ];
+	# what the finding says, without its numbers and databases: the
+	# findings of one such are shrunk once
+	(my $what = $first[0] ? $first[0]{detail} : $kinds[0]) =~ s{\d+\s*|\b\w+/\w+\.}{}g;
+	push @found, [ $label, $kinds[0], $what, @steps ];
 }
 
-printf $say "the search is over (%.0f s): %s\n", time() - ($end - $seconds),
-  @found ? 'found ' . join(', ', map { "$_->[0] ($_->[1])" } @found) : 'nothing found' if @found || $explore;
+print $say sprintf("the search is over (%.0f s): %s\n", time() - ($end - $seconds),
+	@found ? 'found ' . join(', ', map { "$_->[0] ($_->[1])" } @found) : 'nothing found')
+  if @found || $explore;
 
 # the findings shrunk once the search is over: shrinking takes minutes a
 # finding, which the search of new seeds would otherwise lose
+my %shrunk;
 foreach my $f (@found)
 {
-	my ($label, $kind, @steps) = @$f;
+	my ($label, $kind, $what, @steps) = @$f;
+	if (my $as = $shrunk{$what})
+	{
+		print $say "$label: not shrunk (found as $as: $what)\n";
+		next;
+	}
+	$shrunk{$what} = $label;
 	print $say "$label: shrinking ($kind, " . scalar(@steps) . " steps, at most $shrink_seconds s)\n";
 	my @short = shrink($kind, time() + $shrink_seconds, @steps);
 	my $sw = run_history("$label shrunk", @short);
