@@ -525,7 +525,7 @@ our %op;
 		# a dump of a running application (it writes up to the dump), then
 		# the copy's take-over, or its application's first writes (refused
 		# where the copy comes from another server not taken over)
-		before => sub { my ($m, $a) = @_; return source_writes($m, $a->{src}) },
+		before => sub { my ($m, $a) = @_; return app_writes($m, $a->{src}) },
 		then   => sub {
 			my ($m, $a, $lead) = @_;
 			my @writes = staging_writes($m, $a->{db}, $lead);
@@ -563,7 +563,7 @@ our %op;
 		# a refresh of a copy of a running application: the application
 		# writes in production up to the dump, and in the copy as soon as
 		# it is back (the same table, the same workload)
-		before => sub { my ($m, $a) = @_; return source_writes($m, $m->{dbs}{ $a->{db} }{restored}{src}) },
+		before => sub { my ($m, $a) = @_; return app_writes($m, $m->{dbs}{ $a->{db} }{restored}{src}) },
 		then   => sub { my ($m, $a, $lead) = @_; return staging_writes($m, $a->{db}, $lead) },
 		run => sub {
 			my ($w, $a, $step) = @_;
@@ -776,25 +776,23 @@ sub poll
 	return undef;
 }
 
-# the writes of a restored copy's application: on the table production
-# wrote before the dump (the routine's lead step), else on any table with
-# its default
-sub staging_writes
-{
-	my ($m, $db, $lead) = @_;
-	my @w = map { [ 'write', { db => $db, table => $_ } ] }
-	  grep { $op{write}{pre}->($m, { db => $db, table => $_ }) } @tables;
-	my @same = $lead ? grep { $_->[1]{table} eq $lead->[2]{table} } @w : ();
-	return @same ? @same : @w;
-}
-
-# the writes of the application of a database that is dumped (none where
-# it does not take writes)
-sub source_writes
+# the writes of a database's application, on each table with its default
+# (none where the database takes no writes)
+sub app_writes
 {
 	my ($m, $db) = @_;
 	return map { [ 'write', { db => $db, table => $_ } ] }
 	  grep { $op{write}{pre}->($m, { db => $db, table => $_ }) } @tables;
+}
+
+# the writes of a restored copy's application: on the table production
+# wrote before the dump (the routine's lead step), else on any table
+sub staging_writes
+{
+	my ($m, $db, $lead) = @_;
+	my @w = app_writes($m, $db);
+	my @same = $lead ? grep { $_->[1]{table} eq $lead->[2]{table} } @w : ();
+	return @same ? @same : @w;
 }
 
 # rows of one table that reach another database (replication), in the model
@@ -1311,13 +1309,17 @@ if ($ENV{EXPLORE_PRINT})
 	exit 0;
 }
 my $explore = !@runs || $ENV{EXPLORE_MORE};
+my $new_seeds = 0;
 
 while (1)
 {
 	my $run = shift @runs;
 	if (!$run)
 	{
-		last unless $explore && time() < $end;
+		# new seeds until the end, at least one after the histories kept
+		# (their replay may take the whole time)
+		last unless $explore && (time() < $end || !$new_seeds);
+		$new_seeds++;
 		my $seed = $next_seed++;
 		$run = [ "seed $seed", draw_history($seed, $length) ];
 	}
