@@ -28,7 +28,8 @@
 # Environment: EXPLORE_SEED=n (one history: replay it), EXPLORE_SEEDS="n m"
 # (these), EXPLORE_HISTORY=file (replay a history file), EXPLORE_SECONDS
 # (new seeds until then; default 300), EXPLORE_SHRINK_SECONDS (default
-# 240), EXPLORE_STEPS (a history's length, default 36), EXPLORE_OUT (where
+# 240, a finding, once the search is over), EXPLORE_STEPS (a history's
+# length, default 72), EXPLORE_OUT (where
 # the failing histories are written).  Ends with "N passed, N failed".
 use strict;
 use warnings;
@@ -155,7 +156,11 @@ sub table_sql
 # again when the history runs); apply($m, $a): the model after it;
 # run($w, $a, $step): what it does, returning undef or the error of a
 # refusal.  The generator picks an operation by weight among those with
-# arguments, then one of its argument sets.  Operations of a concern of
+# arguments, then one of its argument sets.  group: operations of one
+# concern, drawn together or not at all in a history (swarm testing).
+# before($m, $a) and then($m, $a, $lead): the steps an operator takes
+# right before and right after this one (a routine); one of each is drawn
+# with it.  Operations of a concern of
 # their own (faults of the machine, other topologies) are in
 # test/explore/ops/*.pl, each adding its entries to %op.
 our %op;
@@ -491,12 +496,15 @@ our %op;
 	# staging copy) on blue or green: the forms of pg_dump, the extension
 	# created first where the form does not carry it
 	dump_restore => {
+		group  => 'restores',
 		weight => 4,
 		args   => sub {
 			my ($m) = @_;
 			return () if $m->{restores} >= 4;
 			my @a;
-			foreach my $src (sort keys %{ $m->{dbs} })
+			# a dump of production (the live app database), the common
+			# case, counts twice
+			foreach my $src (sort(keys %{ $m->{dbs} }), "$m->{live}/app")
 			{
 				foreach my $form (qw(fc plain schema_n table_t data_only inserts))
 				{
@@ -522,6 +530,15 @@ our %op;
 			};
 			$a->{db} = $name;
 		},
+		# a dump of a running application (it writes up to the dump), then
+		# the copy's take-over, or its application's first writes (refused
+		# where the copy comes from another server not taken over)
+		before => sub { my ($m, $a) = @_; return app_writes($m, $a->{src}) },
+		then   => sub {
+			my ($m, $a, $lead) = @_;
+			my @writes = staging_writes($m, $a->{db}, $lead);
+			return ((map { [ 'take_over_ids', { db => $a->{db} } ] } 0 .. ($#writes > 0 ? $#writes : 0)), @writes);
+		},
 		run => sub {
 			my ($w, $a, $step) = @_;
 			my $name = "$a->{to}/r" . ($w->{restores} += 1);
@@ -532,7 +549,8 @@ our %op;
 	# the next refresh of a staging copy: DROP DATABASE, a new dump of the
 	# same source restored in its place
 	restore_again => {
-		weight => 2,
+		group  => 'restores',
+		weight => 5,
 		args   => sub {
 			my ($m) = @_;
 			return map { { db => $_ } } grep { $m->{dbs}{$_}{restored} && $m->{dbs}{ $m->{dbs}{$_}{restored}{src} } }
@@ -550,6 +568,11 @@ our %op;
 			$d->{tables} = { map { $_ => { %{ $src->{tables}{$_} } } } keys %{ $src->{tables} } };
 			delete $d->{taken};
 		},
+		# a refresh of a copy of a running application: the application
+		# writes in production up to the dump, and in the copy as soon as
+		# it is back (the same table, the same workload)
+		before => sub { my ($m, $a) = @_; return app_writes($m, $m->{dbs}{ $a->{db} }{restored}{src}) },
+		then   => sub { my ($m, $a, $lead) = @_; return staging_writes($m, $a->{db}, $lead) },
 		run => sub {
 			my ($w, $a, $step) = @_;
 			my $src = $w->{restored_from}{ $a->{db} } or return undef;
@@ -559,6 +582,7 @@ our %op;
 	},
 
 	take_over_ids => {
+		group  => 'restores',
 		weight => 4,
 		args   => sub {
 			my ($m) = @_;
@@ -757,6 +781,25 @@ sub poll
 	return undef;
 }
 
+# the writes of a database's application, on each table with its default
+# (none where the database takes no writes)
+sub app_writes
+{
+	my ($m, $db) = @_;
+	return map { [ 'write', { db => $db, table => $_ } ] }
+	  grep { $op{write}{pre}->($m, { db => $db, table => $_ }) } @tables;
+}
+
+# the writes of a restored copy's application: on the table production
+# wrote before the dump (the routine's lead step), else on any table
+sub staging_writes
+{
+	my ($m, $db, $lead) = @_;
+	my @w = app_writes($m, $db);
+	my @same = $lead ? grep { $_->[1]{table} eq $lead->[2]{table} } @w : ();
+	return @same ? @same : @w;
+}
+
 # rows of one table that reach another database (replication), in the model
 sub copy_rows
 {
@@ -777,7 +820,11 @@ sub draw_history
 	my @steps;
 	# swarm testing: each history draws from a part of the operations
 	# (the steps of every order stay), so that it goes deeper into them
-	my @ops = grep { $op{$_}{core} || rnd(2) } sort keys %op;
+	my %drawn;
+	my @ops = grep {
+		my $group = $op{$_}{group} // $_;
+		$op{$_}{core} || ($drawn{$group} //= rnd(2))
+	} sort keys %op;
 	while (@steps < $length)
 	{
 		my @choices = map { my $name = $_; map { [ $name, $_ ] } grep { !retired($m, $name, $_) } $op{$name}{args}->($m) } @ops;
@@ -791,10 +838,23 @@ sub draw_history
 			$r -= $op{ $c->[0] }{weight} / count_of($c->[0], \@choices);
 			if ($r < 0) { $choice = $c; last }
 		}
+		# a routine: the step that comes before it (one of them), the step,
+		# the steps that follow it (one of them, and so on)
 		my ($name, $a) = @$choice;
-		$op{$name}{apply}->($m, $a);
-		delete $a->{db} if $name eq 'dump_restore';
-		push @steps, { op => $name, args => $a };
+		my @before = grep { !retired($m, @$_) } $op{$name}{before} ? $op{$name}{before}->($m, $a) : ();
+		my $lead = @before ? $before[ rnd(scalar @before) ] : undef;
+		unshift @$lead, 1 if $lead;
+		my @routine = ($lead ? $lead : (), [ 0, $name, $a ]);
+		while (my $r = shift @routine)
+		{
+			last if @steps >= $length;
+			my (undef, $name, $a) = @$r;
+			$op{$name}{apply}->($m, $a);
+			my @then = grep { !retired($m, @$_) } $op{$name}{then} && !$r->[0] ? $op{$name}{then}->($m, $a, $lead) : ();
+			delete $a->{db} if $name eq 'dump_restore';
+			push @steps, { op => $name, args => $a };
+			push @routine, [ 1, @{ $then[ rnd(scalar @then) ] } ] if @then;
+		}
 	}
 	return @steps;
 }
@@ -1317,10 +1377,10 @@ my $out_dir = $ENV{EXPLORE_OUT} // "$run_dir/found";
 mkdir $out_dir;
 my $seconds = $ENV{EXPLORE_SECONDS} // 300;
 my $shrink_seconds = $ENV{EXPLORE_SHRINK_SECONDS} // 240;
-my $length = $ENV{EXPLORE_STEPS} // 36;
+my $length = $ENV{EXPLORE_STEPS} // 72;
 my $end = time() + $seconds;
 my ($passed, $failed) = (0, 0);
-my @runs;
+my (@runs, @found);
 
 if ($ENV{EXPLORE_HISTORY})
 {
@@ -1345,13 +1405,17 @@ if ($ENV{EXPLORE_PRINT})
 	exit 0;
 }
 my $explore = !@runs || $ENV{EXPLORE_MORE};
+my $new_seeds = 0;
 
 while (1)
 {
 	my $run = shift @runs;
 	if (!$run)
 	{
-		last unless $explore && time() < $end;
+		# new seeds until the end, at least one after the histories kept
+		# (their replay may take the whole time)
+		last unless $explore && (time() < $end || !$new_seeds);
+		$new_seeds++;
 		my $seed = $next_seed++;
 		$run = [ "seed $seed", draw_history($seed, $length) ];
 	}
@@ -1377,13 +1441,36 @@ while (1)
 	# the steps after the first finding of the kind shrunk go first
 	my @first = grep { $_->{kind} eq $kinds[0] && $_->{step} } @{ $w->{findings} };
 	splice @steps, $first[0]{step} if @first;
-	my @short = shrink($kinds[0], time() + $shrink_seconds, @steps);
+	# what the finding says, without its numbers and databases: the
+	# findings of one such are shrunk once
+	(my $what = $first[0] ? $first[0]{detail} : $kinds[0]) =~ s{\d+\s*|\b\w+/\w+\.}{}g;
+	push @found, [ $label, $kinds[0], $what, @steps ];
+}
+
+print $say sprintf("the search is over (%.0f s): %s\n", time() - ($end - $seconds),
+	@found ? 'found ' . join(', ', map { "$_->[0] ($_->[1])" } @found) : 'nothing found')
+  if @found || $explore;
+
+# the findings shrunk once the search is over: shrinking takes minutes a
+# finding, which the search of new seeds would otherwise lose
+my %shrunk;
+foreach my $f (@found)
+{
+	my ($label, $kind, $what, @steps) = @$f;
+	if (my $as = $shrunk{$what})
+	{
+		print $say "$label: not shrunk (found as $as: $what)\n";
+		next;
+	}
+	$shrunk{$what} = $label;
+	print $say "$label: shrinking ($kind, " . scalar(@steps) . " steps, at most $shrink_seconds s)\n";
+	my @short = shrink($kind, time() + $shrink_seconds, @steps);
 	my $sw = run_history("$label shrunk", @short);
 	(my $name = $label) =~ s{^.*/|\.history$}{}g;
 	$name =~ s/\W+/-/g;
 	my $file = "$out_dir/$name.history";
 	open my $fh, '>', $file or die "$file: $!";
-	print $fh "# $label: $kinds[0] (shrunk from " . scalar(@steps) . " steps)\n";
+	print $fh "# $label: $kind (shrunk from " . scalar(@steps) . " steps)\n";
 	print $fh step_text($_), "\n" foreach @short;
 	close $fh;
 	print $say "$label: shortest history found (" . scalar(@short) . " steps; $file), replay: make explore EXPLORE_HISTORY=$file"
