@@ -169,6 +169,7 @@ sub faults_probe
 	# one server's clock stepped to an offset from where it was (-60 s to
 	# +60 s): back, forward, or back to right
 	clock_step => {
+		group  => 'clock',
 		weight => 2,
 		args   => sub {
 			my ($m) = @_;
@@ -198,6 +199,7 @@ sub faults_probe
 	# the layout, flake.nodes, flake.randflake_nodes; back to the default
 	# too
 	change_setting => {
+		group  => 'settings',
 		weight => 2,
 		args   => sub {
 			my ($m) = @_;
@@ -232,6 +234,7 @@ sub faults_probe
 	# flake's files of a server saved as they are now, for an older copy
 	# put back later
 	save_state_files => {
+		group  => 'files',
 		weight => 1,
 		args   => sub { my ($m) = @_; return map { { server => $_ } } grep { $m->{written}{$_} } qw(blue green) },
 		pre    => sub { my ($m, $a) = @_; return $m->{written}{ $a->{server} } },
@@ -253,6 +256,7 @@ sub faults_probe
 	# does the repair its hint names (the intact copy put back), so that
 	# the history goes on.
 	state_file => {
+		group  => 'files',
 		weight => 2,
 		args   => sub {
 			my ($m) = @_;

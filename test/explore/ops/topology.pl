@@ -160,6 +160,7 @@ sub legacy_migrate
 	# a streaming standby of blue, from pg_basebackup; its clock blue's or
 	# green's (behind blue's by the lag)
 	standby_create => {
+		group  => 'standby',
 		weight => 2,
 		args   => sub {
 			my ($m) = @_;
@@ -199,6 +200,7 @@ sub legacy_migrate
 	# from or to blue is not carried over (PostgreSQL 15 keeps no slot on a
 	# standby): no subscription live on either side.
 	failover => {
+		group  => 'standby',
 		weight => 6,
 		args   => sub {
 			my ($m) = @_;
@@ -257,6 +259,7 @@ sub legacy_migrate
 	# pg_rewind of the old primary onto the promoted one, which it then
 	# follows as its standby (started with its own clock)
 	rewind => {
+		group  => 'standby',
 		weight => 4,
 		args   => sub { my ($m) = @_; return $op{rewind}{pre}->($m, {}) ? ({}) : () },
 		pre    => sub { my ($m) = @_; return $m->{old_primary} && !$m->{standby} },
@@ -303,6 +306,7 @@ sub legacy_migrate
 	# a database of its own on blue with a serial table (rows in it) and a
 	# table of the flake family
 	legacy_create => {
+		group  => 'migrations',
 		weight => 2,
 		args   => sub { my ($m) = @_; return $m->{legacy} ? () : ({}) },
 		pre    => sub { my ($m) = @_; return !$m->{legacy} },
@@ -319,6 +323,7 @@ sub legacy_migrate
 	},
 
 	legacy_write => {
+		group  => 'migrations',
 		weight => 3,
 		args   => sub { my ($m) = @_; return $m->{legacy} ? map { { table => $_ } } qw(ts tf) : () },
 		pre    => sub { my ($m) = @_; return $m->{legacy} },
@@ -335,6 +340,7 @@ sub legacy_migrate
 	# flake_migrate() (its ACCESS EXCLUSIVE lock makes the writer wait) or
 	# by flake_migrate_online (docs/migrating.md)
 	migrate => {
+		group  => 'migrations',
 		weight => 3,
 		args   => sub {
 			my ($m) = @_;
