@@ -1301,12 +1301,13 @@ sub final_checks
 	issued_once($w);
 }
 
-# Every id a server holds was issued once: in any of its databases and
+# Every id a server issued, it issued once: in any of its databases and
 # tables of one family, an id carries one write's tag ("db:step:n"), which
-# replication and restores copy with it.  Two tags: issued twice, by this
-# server or by one whose ids it received (its marks were raised above
-# them).  Servers apart may issue equal ids (docs/several-servers.md);
-# where such ids meet in a table, the write that meets them finds it.
+# replication and restores copy with it; of the tags of this server's own
+# databases, two for one id are a repeat.  Servers apart may issue equal
+# ids (docs/several-servers.md): such ids meet on a server in different
+# databases rightly, and in one table the write that meets them finds a
+# repeat (ON CONFLICT).
 sub issued_once
 {
 	my ($w) = @_;
@@ -1324,6 +1325,8 @@ sub issued_once
 				foreach my $row (split ' ', $rows // '')
 				{
 					my ($id, $tag) = split /=/, $row, 2;
+					my ($by) = $tag =~ m{^([^:]+):};
+					next unless ($w->{server_of}{ $by // '' } // '') eq $server;
 					my $seen = $tag{ $family{$t} }{$id} //= $tag;
 					$twice{"$family{$t} id $id: $seen and $tag"} = 1 if $seen ne $tag;
 				}
