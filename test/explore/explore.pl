@@ -29,8 +29,9 @@
 # (these), EXPLORE_HISTORY=file (replay a history file), EXPLORE_SECONDS
 # (new seeds until then; default 300), EXPLORE_SHRINK_SECONDS (default
 # 240, a finding, once the search is over), EXPLORE_STEPS (a history's
-# length, default 72), EXPLORE_OUT (where
-# the failing histories are written).  Ends with "N passed, N failed".
+# length, default 72), EXPLORE_JOBS (histories run at once, default 3),
+# EXPLORE_OUT (where the failing histories are written).  Ends with "N
+# passed, N failed".
 use strict;
 use warnings;
 use FindBin;
@@ -39,13 +40,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use POSIX qw(strftime);
+use Storable;
 use Time::HiRes qw(time sleep);
 use FlakeClock;
 use PostgreSQL::Test::RecursiveCopy;
 
 Test::More->builder->no_ending(1);
 # stopped: PostgreSQL::Test::Cluster's END stops the servers
-$SIG{TERM} = $SIG{INT} = sub { exit 1 };
+$SIG{TERM} = $SIG{INT} = sub { kill 'TERM', keys %main::running; exit 1 };
 # a statement that waits on the stopped clock is cancelled: a stall
 $ENV{PGOPTIONS} = '-c statement_timeout=5s';
 # PostgreSQL::Test::Utils sends STDOUT and STDERR to its log: what the
@@ -216,7 +218,7 @@ our %op;
 			my @a;
 			foreach my $db (qw(blue/app green/app))
 			{
-				foreach my $t (@tables)
+				foreach my $t (grep { !$m->{drawn_tables} || $m->{drawn_tables}{$_} } @tables)
 				{
 					foreach my $default (0, 1)
 					{
@@ -299,6 +301,7 @@ our %op;
 	# blue's publication: FOR ALL TABLES or FOR TABLE (then add_to_publication)
 	publish => {
 		core   => 1,
+		needs_blue => 1,
 		weight => 4,
 		args   => sub {
 			my ($m) = @_;
@@ -327,6 +330,7 @@ our %op;
 	},
 
 	add_to_publication => {
+		needs_blue => 1,
 		weight => 2,
 		args   => sub {
 			my ($m) = @_;
@@ -350,6 +354,7 @@ our %op;
 	# rows: an operator's error, not flake's)
 	subscribe => {
 		core   => 1,
+		needs_blue => 1,
 		weight => 5,
 		args   => sub {
 			my ($m) = @_;
@@ -382,6 +387,7 @@ our %op;
 
 	refresh_publication => {
 		core   => 1,
+		needs_blue => 1,
 		weight => 4,
 		args   => sub {
 			my ($m) = @_;
@@ -444,6 +450,7 @@ our %op;
 	# (for a rollback)
 	cutover => {
 		core   => 1,
+		needs_blue => 1,
 		weight => 8,
 		args   => sub {
 			my ($m) = @_;
@@ -470,7 +477,7 @@ our %op;
 		},
 		run => sub {
 			my ($w, $a) = @_;
-			my $err = caught_up($w, 'blue', 'sub') // lost_rows($w, 'blue/app', 'green/app', 'cutover')
+			my $err = caught_up($w, 'blue', 'sub', 'green/app') // lost_rows($w, 'blue/app', 'green/app', 'cutover')
 			  // sql($w, 'green/app', 'ALTER SUBSCRIPTION sub DISABLE');
 			return $err if $err || !$a->{way_back};
 			my $conn = conninfo($w, 'green');
@@ -481,13 +488,14 @@ our %op;
 	},
 
 	rollback => {
+		needs_blue => 1,
 		weight => 3,
 		args   => sub { my ($m) = @_; return $op{rollback}{pre}->($m, {}) ? ({}) : () },
 		pre    => sub { my ($m) = @_; return $m->{rsub} && $m->{live} eq 'green' },
 		apply  => sub { my ($m) = @_; $m->{live} = 'blue' },
 		run    => sub {
 			my ($w) = @_;
-			return caught_up($w, 'green', 'rsub') // lost_rows($w, 'green/app', 'blue/app', 'rollback')
+			return caught_up($w, 'green', 'rsub', 'blue/app') // lost_rows($w, 'green/app', 'blue/app', 'rollback')
 			  // sql($w, 'blue/app', 'ALTER SUBSCRIPTION rsub DISABLE');
 		},
 	},
@@ -657,6 +665,7 @@ our %op;
 	# a poller as docs/consumers.md says: the horizon first, then the rows
 	# below it above the last one read
 	poll => {
+		needs_blue => 1,
 		weight => 3,
 		args   => sub {
 			my ($m) = @_;
@@ -819,12 +828,19 @@ sub draw_history
 	my $m = new_model();
 	my @steps;
 	# swarm testing: each history draws from a part of the operations
-	# (the steps of every order stay), so that it goes deeper into them
+	# (the steps of every order stay), so that it goes deeper into them;
+	# a quarter, a half or three quarters of them, so that some go deep
+	# into the orders of the core and others mix many concerns
 	my %drawn;
+	my $part = 1 + rnd(3);
 	my @ops = grep {
 		my $group = $op{$_}{group} // $_;
-		$op{$_}{core} || ($drawn{$group} //= rnd(2))
+		$op{$_}{core} || ($drawn{$group} //= rnd(4) < $part)
 	} sort keys %op;
+	# and from a part of the tables (one at least), each of them written,
+	# published and moved in more orders
+	$m->{drawn_tables} = { map { $_ => 1 } grep { rnd(2) } @tables };
+	$m->{drawn_tables} = { pick(@tables) => 1 } unless %{ $m->{drawn_tables} };
 	while (@steps < $length)
 	{
 		my @choices = map { my $name = $_; map { [ $name, $_ ] } grep { !retired($m, $name, $_) } $op{$name}{args}->($m) } @ops;
@@ -861,14 +877,14 @@ sub draw_history
 
 # Whether a step needs a server the history retired (ops/move.pl): one
 # its arguments name (a database, a server, a dump's source or target), or
-# blue's side of the replication.
-my %on_blue = map { $_ => 1 } qw(publish add_to_publication subscribe refresh_publication cutover rollback poll);
+# blue itself (needs_blue: its side of the replication, its standby, its
+# legacy database).
 
 sub retired
 {
 	my ($m, $name, $a) = @_;
 	return 0 unless $m->{retired};
-	return 1 if $on_blue{$name} && $m->{retired}{blue};
+	return 1 if $op{$name}{needs_blue} && $m->{retired}{blue};
 	return scalar grep { m{^(\w+)(?:/|$)} && $m->{retired}{$1} } values %$a;
 }
 
@@ -932,9 +948,8 @@ sub new_world
 # Much faster than initdb on a busy machine.
 my ($template, $crc_at, $sysids);
 
-sub fresh_node
+sub template_node
 {
-	my ($name) = @_;
 	if (!$template)
 	{
 		$template = PostgreSQL::Test::Cluster->new('template');
@@ -952,8 +967,14 @@ log_min_messages = warning
 		  map { $_ * 4 } 2 .. 256;
 		die "the CRC of pg_control not found" unless $crc_at;
 	}
+	return $template;
+}
+
+sub fresh_node
+{
+	my ($name) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init_from_backup($template, 'base');
+	$node->init_from_backup(template_node(), 'base');
 	my $file = $node->data_dir . '/global/pg_control';
 	my $control = slurp_file($file);
 	substr($control, 0, 8) = pack('Q<', (int(time()) << 32) | ($$ << 12 & 0xfffff000) | (++$sysids & 0xfff));
@@ -1124,32 +1145,60 @@ sub back_up
 	return { sqlstate => 'start', message => 'the server did not come back' };
 }
 
+# The errors a database's subscriptions' workers met so far (kind: sync
+# or apply), from pg_stat_subscription_stats.
+sub subscription_errors
+{
+	my ($w, $db, $kind) = @_;
+	my ($n) = query($w, $db, qq{SELECT coalesce(sum(${kind}_error_count), 0)
+		FROM pg_stat_subscription_stats JOIN pg_subscription s ON s.oid = subid
+		WHERE s.subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())});
+	return $n // 0;
+}
+
+# Whether a wait on a subscription's workers is over: their deadline
+# passed, or they failed again and again (a refusal of flake in a worker,
+# a conflict), which retrying does not mend.  A worker that failed once
+# (its publisher restarting) has its retries.
+sub workers_failing
+{
+	my ($w, $db, $kind, $since, $started) = @_;
+	return time() - $started > 10 && subscription_errors($w, $db, $kind) - $since >= 5;
+}
+
 # a subscription's tables synchronized, or a stall after 90 s (a busy
-# machine takes 20 s and more: a shorter wait made replays differ)
+# machine takes 20 s and more: a shorter wait made replays differ), or
+# sooner when its table synchronization keeps failing
 sub synced
 {
 	my ($w, $db) = @_;
-	my $node = $w->{node}{ $w->{server_of}{$db} };
-	my $deadline = time() + 90;
-	while (time() < $deadline)
+	my $started = time();
+	my $errors = subscription_errors($w, $db, 'sync');
+	while (time() < $started + 90)
 	{
 		my ($n) = query($w, $db, "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')");
 		return undef if defined $n && $n == 0;
+		return { sqlstate => 'stall', message => "the subscription of $db did not synchronize: its workers keep failing" }
+		  if workers_failing($w, $db, 'sync', $errors, $started);
 		sleep 0.1;
 	}
 	return { sqlstate => 'stall', message => "the subscription of $db did not synchronize" };
 }
 
-# the subscriber of a slot has everything its publisher wrote
+# the subscriber (a database) of a slot has everything its publisher wrote
 sub caught_up
 {
-	my ($w, $server, $slot) = @_;
+	my ($w, $server, $slot, $subscriber) = @_;
 	my $db = "$server/app";
+	my $started = time();
+	my $errors = subscription_errors($w, $subscriber, 'apply');
 	for (1 .. 300)
 	{
 		my ($ok) = query($w, $db, qq{SELECT confirmed_flush_lsn >= pg_current_wal_lsn()
 			FROM pg_replication_slots WHERE slot_name = '$slot'});
 		return undef if defined $ok && $ok eq 't';
+		return { sqlstate => 'stall', message => "the subscriber of $slot did not catch up: its worker keeps failing" }
+		  if workers_failing($w, $subscriber, 'apply', $errors, $started);
 		sleep 0.1;
 	}
 	return { sqlstate => 'stall', message => "the subscriber of $slot did not catch up" };
@@ -1374,6 +1423,52 @@ sub report
 	print $say "  $_\n" foreach @{ $w->{log} };
 }
 
+# --- histories side by side
+#
+# A history mostly waits on its servers (replication, restarts, the
+# stopped clocks), so EXPLORE_JOBS of them (3) run at once, each in a
+# process of its own with servers of its own: a 2-core machine runs three
+# at a load below 1.  The outcome comes back in a file.
+my $jobs = $ENV{EXPLORE_JOBS} // 3;
+our %running;    # pid => { label, steps, file }
+
+sub start_history
+{
+	my ($label, @steps) = @_;
+	# its world's number, which names its servers and files
+	my $n = ++$world_count;
+	my $file = "$run_dir/outcome$n";
+	my $pid = fork() // die "fork: $!";
+	if ($pid)
+	{
+		$running{$pid} = { label => $label, steps => \@steps, file => $file };
+		return;
+	}
+	# the child stops only its own servers, should it end early
+	%running = ();
+	@PostgreSQL::Test::Cluster::all_nodes = ();
+	$world_count = $n - 1;
+	my $w = run_history($label, @steps);
+	Storable::nstore({ map { $_ => $w->{$_} } qw(log findings seconds) }, $file);
+	POSIX::_exit(0);
+}
+
+# the label, outcome and steps of the next history that ended
+sub history_ended
+{
+	my $pid = waitpid(-1, 0);
+	my $r = delete $running{$pid} or return;
+	my $w = eval { Storable::retrieve($r->{file}) };
+	unlink $r->{file};
+	if (!$w)
+	{
+		# a die of the explorer's own (a bug here)
+		$w = { log => [], findings => [], seconds => 0 };
+		finding($w, 'explorer', undef, "the history's process ended with status $?");
+	}
+	return ($r->{label}, $w, @{ $r->{steps} });
+}
+
 # --- main
 $run_dir = $ENV{EXPLORE_DIR} // PostgreSQL::Test::Utils::tempdir('explore');
 my $out_dir = $ENV{EXPLORE_OUT} // "$run_dir/found";
@@ -1409,21 +1504,27 @@ if ($ENV{EXPLORE_PRINT})
 }
 my $explore = !@runs || $ENV{EXPLORE_MORE};
 my $new_seeds = 0;
+# the servers' template, made once for the histories run side by side
+template_node();
 
 while (1)
 {
-	my $run = shift @runs;
-	if (!$run)
+	while (keys %running < $jobs)
 	{
-		# new seeds until the end, at least one after the histories kept
-		# (their replay may take the whole time)
-		last unless $explore && (time() < $end || !$new_seeds);
-		$new_seeds++;
-		my $seed = $next_seed++;
-		$run = [ "seed $seed", draw_history($seed, $length) ];
+		my $run = shift @runs;
+		if (!$run)
+		{
+			# new seeds until the end, at least one after the histories kept
+			# (their replay may take the whole time)
+			last unless $explore && (time() < $end || !$new_seeds);
+			$new_seeds++;
+			my $seed = $next_seed++;
+			$run = [ "seed $seed", draw_history($seed, $length) ];
+		}
+		start_history(@$run);
 	}
-	my ($label, @steps) = @$run;
-	my $w = run_history($label, @steps);
+	last unless %running;
+	my ($label, $w, @steps) = history_ended() or next;
 	# every history with its outcomes, in the log of the run
 	if (open my $log, '>>', "$out_dir/explore.log")
 	{

@@ -47,6 +47,22 @@ my %setting = (
 # layout.c, horizon.c) and what is done to them
 my @state_files = qw(flake.hwm flake.rekeys flake.written flake.layout flake.prepared);
 my @damages = qw(truncate zero delete older);
+# the files an older flake does not have, which it neither reads nor
+# writes (flake.layout came with 1.5): their damage is none of its state
+my %state_file_since = ('flake.layout' => '1.5');
+
+# whether the flake installed has a file of flake's state
+sub faults_has_file
+{
+	my ($w, $server, $file) = @_;
+	my $since = $state_file_since{$file} or return 1;
+	$w->{flake_version} //= (query($w, "$server/postgres",
+			q{SELECT default_version FROM pg_available_extensions WHERE name = 'flake'}))[0] // '';
+	my @have = split /\./, $w->{flake_version};
+	my @need = split /\./, $since;
+	my $order = ($have[0] // 0) <=> $need[0] || ($have[1] // 0) <=> $need[1];
+	return $order >= 0;
+}
 
 # the model's settings of a server
 sub faults_conf
@@ -300,7 +316,7 @@ sub faults_probe
 				: $a->{damage} eq 'delete' ? undef
 				: $a->{damage} eq 'zero'   ? "\0" x (defined $intact ? length($intact) : 64)
 				:                            substr($intact // '', 0, int(length($intact // '') / 2)));
-			my $err = start($w, $a->{server});
+			$err = start($w, $a->{server});
 			return $err if $err;
 			push @{ $w->{log} }, "    $a->{file} " . (defined $intact ? length($intact) . ' bytes' : 'absent') . ' before';
 			# what flake must take for damage: not an older copy, nor the
@@ -320,6 +336,7 @@ sub faults_probe
 					  if ($refused->{sqlstate} // '') =~ /^[0-9A-Z]{5}$/ && !$refused->{hint};
 				}
 				elsif ($damaged && ($m->{dbs}{"$a->{server}/app"}{ext} // '') eq 'current'
+					&& faults_has_file($w, $a->{server}, $a->{file})
 					&& ($a->{file} eq 'flake.hwm' || !defined $intact || defined $m->{recorded_layout}{ $a->{server} }))
 				{
 					finding($w, 'damage unseen', $step, "an id issued with $a->{file} $a->{damage}");

@@ -161,6 +161,7 @@ sub legacy_migrate
 	# green's (behind blue's by the lag)
 	standby_create => {
 		group  => 'standby',
+		needs_blue => 1,
 		weight => 2,
 		args   => sub {
 			my ($m) = @_;
@@ -201,6 +202,7 @@ sub legacy_migrate
 	# standby): no subscription live on either side.
 	failover => {
 		group  => 'standby',
+		needs_blue => 1,
 		weight => 6,
 		args   => sub {
 			my ($m) = @_;
@@ -260,6 +262,7 @@ sub legacy_migrate
 	# follows as its standby (started with its own clock)
 	rewind => {
 		group  => 'standby',
+		needs_blue => 1,
 		weight => 4,
 		args   => sub { my ($m) = @_; return $op{rewind}{pre}->($m, {}) ? ({}) : () },
 		pre    => sub { my ($m) = @_; return $m->{old_primary} && !$m->{standby} },
@@ -291,10 +294,12 @@ sub legacy_migrate
 				'--source-server', $blue->connstr('postgres'));
 			return $err if $err;
 			# pg_rewind copied the promoted server's postgresql.conf: its port
-			# too, and settings changed there since it started
-			my ($prepared) = query($w, 'blue/postgres', 'SHOW max_prepared_transactions');
+			# too, and settings changed there since it started.  A standby
+			# replays the WAL of a primary whose max_prepared_transactions
+			# was higher before it was lowered (lower_max_prepared), so it
+			# takes the highest there was, as an operator's standby does
 			$old->append_conf('postgresql.conf', 'port = ' . $old->port . "\n"
-				  . 'max_prepared_transactions = ' . ($prepared // 10) . "\n");
+				  . "max_prepared_transactions = 10\n");
 			$old->enable_streaming($blue);
 			$w->{node}{standby} = $old;
 			$w->{clock_of}{standby} = $w->{clock_of}{old_primary};
@@ -307,6 +312,7 @@ sub legacy_migrate
 	# table of the flake family
 	legacy_create => {
 		group  => 'migrations',
+		needs_blue => 1,
 		weight => 2,
 		args   => sub { my ($m) = @_; return $m->{legacy} ? () : ({}) },
 		pre    => sub { my ($m) = @_; return !$m->{legacy} },
@@ -324,6 +330,7 @@ sub legacy_migrate
 
 	legacy_write => {
 		group  => 'migrations',
+		needs_blue => 1,
 		weight => 3,
 		args   => sub { my ($m) = @_; return $m->{legacy} ? map { { table => $_ } } qw(ts tf) : () },
 		pre    => sub { my ($m) = @_; return $m->{legacy} },
@@ -341,6 +348,7 @@ sub legacy_migrate
 	# by flake_migrate_online (docs/migrating.md)
 	migrate => {
 		group  => 'migrations',
+		needs_blue => 1,
 		weight => 3,
 		args   => sub {
 			my ($m) = @_;
