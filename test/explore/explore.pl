@@ -1386,43 +1386,6 @@ sub issued_once
 	}
 }
 
-# --- shrinking: drop steps (halves, then quarters, ... then one at a
-# time) while the history still finds the same kind
-sub shrink
-{
-	my ($kind, $deadline, @steps) = @_;
-	my $chunk = int(@steps / 2) || 1;
-	while (time() < $deadline)
-	{
-		my $changed = 0;
-		for (my $at = 0; $at < @steps && time() < $deadline;)
-		{
-			my @try = @steps;
-			splice @try, $at, $chunk;
-			my $w = run_history('shrink', @try);
-			if (grep { $_->{kind} eq $kind } @{ $w->{findings} })
-			{
-				@steps = @try;
-				$changed = 1;
-				print $say "    shrunk to " . scalar(@steps) . " steps\n";
-			}
-			else
-			{
-				$at += $chunk;
-			}
-		}
-		last if $chunk == 1 && !$changed;
-		$chunk = int($chunk / 2) || 1 unless $changed;
-	}
-	return @steps;
-}
-
-sub report
-{
-	my ($what, $w, @steps) = @_;
-	print $say "  $_\n" foreach @{ $w->{log} };
-}
-
 # --- histories side by side
 #
 # A history mostly waits on its servers (replication, restarts, the
@@ -1467,6 +1430,55 @@ sub history_ended
 		finding($w, 'explorer', undef, "the history's process ended with status $?");
 	}
 	return ($r->{label}, $w, @{ $r->{steps} });
+}
+
+# --- shrinking: drop steps (halves, then quarters, ... then one at a
+# time) while the history still finds the same kind
+sub shrink
+{
+	my ($kind, $deadline, @steps) = @_;
+	my $chunk = int(@steps / 2) || 1;
+	while (time() < $deadline)
+	{
+		my $changed = 0;
+		for (my $at = 0; $at < @steps && time() < $deadline;)
+		{
+			# the next pieces dropped, one a history run at once; the first
+			# whose history still fails is dropped, as one after the other
+			my @at = grep { $_ < @steps } map { $at + $_ * $chunk } 0 .. $jobs - 1;
+			foreach my $from (@at)
+			{
+				my @try = @steps;
+				splice @try, $from, $chunk;
+				start_history("shrink $from", @try);
+			}
+			my %fails;
+			while (%running)
+			{
+				my ($label, $w) = history_ended() or next;
+				$fails{$label} = grep { $_->{kind} eq $kind } @{ $w->{findings} };
+			}
+			my ($dropped) = grep { $fails{"shrink $_"} } @at;
+			if (!defined $dropped)
+			{
+				$at = $at[-1] + $chunk;
+				next;
+			}
+			splice @steps, $dropped, $chunk;
+			$at      = $dropped;
+			$changed = 1;
+			print $say "    shrunk to " . scalar(@steps) . " steps\n";
+		}
+		last if $chunk == 1 && !$changed;
+		$chunk = int($chunk / 2) || 1 unless $changed;
+	}
+	return @steps;
+}
+
+sub report
+{
+	my ($what, $w, @steps) = @_;
+	print $say "  $_\n" foreach @{ $w->{log} };
 }
 
 # --- main
