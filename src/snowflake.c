@@ -747,6 +747,12 @@ snowflake_unix_ms_of(int64 id)
  * the last sequence of its millisecond, so that this server's next id on
  * that node comes after every id the other server may have made on it in
  * that millisecond.  The caller has made the mark cover it.
+ *
+ * The id was read with the settings' layout, which is recorded first, as
+ * before an id is issued: a server that received ids and never issued one
+ * would otherwise take a later layout for a fresh server's, and issue them
+ * again (make explore, seed 64948416).  Where the settings' layout is
+ * refused, so is the id: the mark it would give means nothing.
  */
 void
 snowflake_raise_node(int64 id)
@@ -754,6 +760,8 @@ snowflake_raise_node(int64 id)
 	int			seq_bits = snowflake_sequence_bits;
 	uint64		ms = (uint64) id >> (snowflake_node_bits + seq_bits);
 
+	if (unlikely(!layout_accepted))
+		check_layout();
 	flake_raise_last(&nodes[snowflake_node_of(id)].node.last,
 					 (ms << seq_bits) | (((uint64) 1 << seq_bits) - 1));
 }

@@ -4,8 +4,9 @@
 # all lie above them is refused at the first id, with 55000, the old and
 # new values and the step; set back, ids continue above every id issued.
 # A layout whose ids do lie above (a larger flake.id_bits) is accepted.  A
-# fresh server takes any layout.  The layout reaches a standby in WAL, so
-# that a standby promoted with another layout refuses it too.
+# fresh server takes any layout, until it received ids.  The layout reaches
+# a standby in WAL, so that a standby promoted with another layout refuses
+# it too.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -168,5 +169,30 @@ $err = refused($node, "SELECT flake_take_over('$fresh_data')");
 like($err, qr/ERROR:  55000: flake state file ".*flake.layout" is missing, though flake wrote it/,
 	'flake_take_over() of a server whose flake.layout was lost is refused');
 $node->stop;
+
+# ids received, none issued: a fresh server given another server's ids (as
+# constants of an INSERT, as a dump made with --inserts restores them; a
+# subscription's worker and flake_take_over_ids() read them alike) records
+# the layout it read them with, so that a later epoch is refused (make
+# explore, seed 64948416: 1.5 until then took the later epoch for a fresh
+# server's, and issued the received ids again)
+my $source = flake_cluster('source');
+my $received = flake_cluster('received', "flake.max_borrow = '60s'\n");
+$_->start foreach ($source, $received);
+my $ids = $source->safe_psql('postgres',
+	q{CREATE EXTENSION flake; SELECT string_agg(format('(%s)', flake_next()), ',') FROM generate_series(1, 1000)});
+$received->safe_psql('postgres', "CREATE EXTENSION flake;
+	CREATE TABLE ids (id bigint PRIMARY KEY DEFAULT flake_next());
+	INSERT INTO ids VALUES $ids;");
+ok(-f $received->data_dir . '/flake.layout', 'ids received: their layout is recorded, though none was issued');
+restart_with($received, "flake.epoch = '2015-01-01 00:00:01+00'\n");
+like(refused($received, 'INSERT INTO ids SELECT FROM generate_series(1, 1000)'),
+	qr/ERROR:  55000: flake_next\(\) refuses a layout that could issue ids again/,
+	'a later epoch after ids were received is refused');
+restart_with($received, "flake.epoch = '2015-01-01 00:00:00+00'\n");
+$received->safe_psql('postgres', 'INSERT INTO ids SELECT FROM generate_series(1, 1000)');
+is($received->safe_psql('postgres', 'SELECT count(*) FROM ids'), '2000',
+	'set back: none of the received ids is issued again');
+$_->stop foreach ($source, $received);
 
 done_testing();
