@@ -87,6 +87,16 @@ flake_shmem_startup(void)
 		flake_shared->layout_read = flake_layout_read(FLAKE_LAYOUT_FILE,
 													  &flake_shared->layout,
 													  &flake_shared->layout_problem);
+
+		/*
+		 * A flake.layout read that flake.written does not name (that file
+		 * lost and made again since, or a crash in between) is recorded
+		 * there, as flake_state_start() does for flake.hwm and
+		 * flake.rekeys: else a later loss of flake.layout reads as a server
+		 * from before 1.5, which takes any layout.
+		 */
+		if (flake_shared->layout_read)
+			flake_datafile_set_written(FLAKE_WRITTEN_LAYOUT);
 		flake_shared->layout_status = FLAKE_LAYOUT_UNCHECKED;
 	}
 	for (int i = 0; i < nparts; i++)

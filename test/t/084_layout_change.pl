@@ -161,6 +161,20 @@ is($node->safe_psql('postgres', 'SELECT flake_next() > max(id) FROM ids'), 't',
 ok(-f "$node_data/flake.layout", '... in flake.layout');
 $node->stop;
 
+# flake.written lost, then made again by the next start: it names the
+# flake.layout that is there, so that flake.layout lost later is refused
+# still (make explore, seed 65023007: 1.5 until then took it for a server
+# from before 1.5)
+unlink("$node_data/flake.written") or die "unlink: $!";
+$node->start;
+$node->stop;
+unlink("$node_data/flake.layout") or die "unlink: $!";
+$node->start;
+like(refused($node, 'SELECT flake_next()'), qr/ERROR:  55000: flake state file "flake.layout" is missing, though flake wrote it/,
+	'flake.written made again names the flake.layout there: lost later, it is refused');
+$node->safe_psql('postgres', 'SELECT flake_repair_state(now())');
+$node->stop;
+
 # the take-over of a server whose flake.layout was lost is refused
 my $fresh_data = $fresh->data_dir;
 unlink("$fresh_data/flake.layout") or die "unlink: $!";
