@@ -68,6 +68,9 @@ sub topology_start
 	my ($w, $role) = @_;
 	my $node = $w->{node}{$role};
 	$ENV{FAKETIME_TIMESTAMP_FILE} = $w->{clock}{ $w->{clock_of}{$role} }{file};
+	# a standby is started once it is consistent, which may wait on WAL
+	# streamed from blue: on a busy machine that took 52 s of pg_ctl's 60
+	local $ENV{PGCTLTIMEOUT} = 180;
 	return undef if $node->start(fail_ok => 1);
 	finding($w, 'no start', undef, "the $role did not start:\n" . slurp_tail($node->logfile));
 	return { sqlstate => 'start', message => "the $role did not start" };
