@@ -1390,8 +1390,9 @@ sub issued_once
 #
 # A history mostly waits on its servers (replication, restarts, the
 # stopped clocks), so EXPLORE_JOBS of them (3) run at once, each in a
-# process of its own with servers of its own: a 2-core machine runs three
-# at a load below 1.  The outcome comes back in a file.
+# process of its own with servers of its own (one at a time, a 2-core
+# machine ran at a load of 0.2; three at once, about 2).  The outcome
+# comes back in a file.
 my $jobs = $ENV{EXPLORE_JOBS} // 3;
 our %running;    # pid => { label, steps, file }
 
