@@ -91,9 +91,9 @@ flake_shmem_startup(void)
 		/*
 		 * A flake.layout read that flake.written does not name (that file
 		 * lost and made again since, or a crash in between) is recorded
-		 * there, as flake_state_start() does for flake.hwm and
-		 * flake.rekeys: else a later loss of flake.layout reads as a server
-		 * from before 1.5, which takes any layout.
+		 * there, as flake_state_start() does for flake.hwm and flake.rekeys:
+		 * else a later loss of flake.layout reads as a server from before
+		 * 1.5, which takes any layout.
 		 */
 		if (flake_shared->layout_read)
 			flake_datafile_set_written(FLAKE_WRITTEN_LAYOUT);
