@@ -1047,10 +1047,16 @@ sub query
 {
 	my ($w, $db, $sql) = @_;
 	my $node = $w->{node}{ $w->{server_of}{$db} };
-	my ($ret, $stdout, $stderr) = $node->psql(dbname($db), $sql,
-		extra_params => [ '-v', 'VERBOSITY=verbose', '-v', 'ON_ERROR_STOP=1' ],
-		timeout      => 90,
-		timed_out    => \my $timed_out);
+	# a psql that finds its server restarting may exit before it reads
+	# its input: IPC::Run then dies of the broken pipe, a stall
+	my ($ret, $stdout, $stderr, $timed_out);
+	eval {
+		($ret, $stdout, $stderr) = $node->psql(dbname($db), $sql,
+			extra_params => [ '-v', 'VERBOSITY=verbose', '-v', 'ON_ERROR_STOP=1' ],
+			timeout      => 90,
+			timed_out    => \$timed_out);
+		1;
+	} or return (undef, { sqlstate => 'stall', message => "psql: $@" });
 	return (undef, { sqlstate => 'stall', message => 'psql timed out' }) if $timed_out;
 	return ($stdout, undef) if $ret == 0;
 	my ($state, $message) = $stderr =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+(.*)/;
@@ -1412,7 +1418,13 @@ sub start_history
 	%running = ();
 	@PostgreSQL::Test::Cluster::all_nodes = ();
 	$world_count = $n - 1;
-	my $w = run_history($label, @steps);
+	# a die of the explorer's own (a bug here), said with what it said
+	my $w = eval { run_history($label, @steps) } // do
+	{
+		my $died = { log => [], findings => [], seconds => 0 };
+		finding($died, 'explorer', undef, "the history's process died: $@");
+		$died;
+	};
 	Storable::nstore({ map { $_ => $w->{$_} } qw(log findings seconds) }, $file);
 	POSIX::_exit(0);
 }
