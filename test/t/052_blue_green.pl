@@ -183,7 +183,7 @@ foreach my $gap (0, 2, 30)
 	$green->safe_psql('postgres', 'TRUNCATE tf, tu, tr');
 	subscribe($green, $blue, "green$gap", 'tables', 'true');
 	write_across_gap($blue, $blue_clock, $green_clock, $gap, 'blue', $what);
-	$blue->wait_for_catchup("green$gap");
+	applied_by($blue, "green$gap");
 	my $received = newest_ulid($green, "blue$base");
 
 	# cutover: green writes, blue follows it for a rollback
@@ -197,7 +197,7 @@ foreach my $gap (0, 2, 30)
 	# rollback: green wrote, blue's clock behind by the gap
 	$base += 40;
 	write_across_gap($green, $green_clock, $blue_clock, $gap, 'green', $what);
-	$green->wait_for_catchup("blue$gap");
+	applied_by($green, "blue$gap");
 	$received = newest_ulid($blue, "green$base");
 	$blue->safe_psql('postgres', "DROP SUBSCRIPTION blue$gap");
 	$refused = write_after_move($blue, "blue$gap+", $received, "$what, rollback",

@@ -17,6 +17,7 @@ use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
 use FlakeMove;
+use FlakeTest;
 
 my ($blue, $blue_clock) = move_server('blue');
 my ($green, $green_clock) = move_server('green');
@@ -35,7 +36,7 @@ sub cutover
 {
 	my ($db, $sub, $what, $before_cutover) = @_;
 	is(write_rows($blue, $db, $_, 'blue'), 0, "$what: blue writes $_") foreach sort keys %move_generator;
-	$blue->wait_for_catchup($sub);
+	applied_by($blue, $sub);
 	$before_cutover->() if $before_cutover;
 	$green->safe_psql($db, "DROP SUBSCRIPTION $sub");
 	is(write_rows($green, $db, $_, 'green'), 0, "$what: green issues none of blue's $move_generator{$_} ids again")

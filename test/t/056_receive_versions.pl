@@ -18,6 +18,7 @@ use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
 use FlakeMove;
+use FlakeTest;
 
 my ($blue, $blue_clock) = move_server('blue');
 my ($green, $green_clock) = move_server('green');
@@ -33,7 +34,7 @@ like(subscribe($green, 'updated', $blue, 'updated', 'p'),
 	qr/WARNING:  flake in this database is older than 1\.4: the ids its subscriptions bring are read only at subscription and extension commands.*HINT:  Run ALTER EXTENSION flake UPDATE/s,
 	'CREATE SUBSCRIPTION where the extension is older than 1.4 says when its ids are read, naming the update');
 is(write_rows($blue, 'updated', $_, 'blue'), 0, "blue writes $_") foreach sort keys %move_generator;
-$blue->wait_for_catchup('updated');
+applied_by($blue, 'updated');
 is($green->safe_psql('updated', $tables), '', 'at 1.3 the subscribed tables have no trigger');
 $green->safe_psql('updated', 'ALTER EXTENSION flake UPDATE');
 is($green->safe_psql('updated', $tables), 'tf:R,tr:R', 'ALTER EXTENSION flake UPDATE adds the trigger');
@@ -52,13 +53,13 @@ my $warning = subscribe($green, 'rollback', $blue, 'green', 'p');
 like($warning, qr/WARNING:  the publisher of subscription "green" runs flake 1\.3, older than this server's .*HINT:  .*ALTER EXTENSION flake UPDATE/s,
 	"green's CREATE SUBSCRIPTION warns that blue runs an older flake, naming the step");
 is(write_rows($blue, 'rollback', $_, 'blue'), 0, "blue at 1.3 writes $_") foreach sort keys %move_generator;
-$blue->wait_for_catchup('green');
+applied_by($blue, 'green');
 $green->safe_psql('rollback', 'DROP SUBSCRIPTION green');
 subscribe($blue, 'rollback', $green, 'blue', 'p', 'copy_data = false');
 # green writes at a later second: blue, on its clock, gets there too
 stop_clocks(3, $blue_clock, $green_clock);
 is(write_rows($green, 'rollback', $_, 'green'), 0, "cutover: green writes $_") foreach sort keys %move_generator;
-$green->wait_for_catchup('blue');
+applied_by($green, 'blue');
 # the hint's step, before the rollback
 $blue->safe_psql('rollback', 'ALTER EXTENSION flake UPDATE');
 $blue->safe_psql('rollback', 'DROP SUBSCRIPTION blue');
@@ -73,7 +74,7 @@ $blue->safe_psql('stale', 'CREATE EXTENSION flake;' . move_tables() . 'CREATE PU
 $green->safe_psql('stale', q{CREATE EXTENSION flake VERSION '1.3';} . move_tables());
 subscribe($green, 'stale', $blue, 'stale', 'p');
 is(write_rows($blue, 'stale', $_, 'blue'), 0, "left at 1.3: blue writes $_") foreach sort keys %move_generator;
-$blue->wait_for_catchup('stale');
+applied_by($blue, 'stale');
 my ($ret, $out, $err) = $green->psql('stale', 'ALTER SUBSCRIPTION stale DISABLE');
 like($err, qr/older than 1\.4/, 'the cutover at 1.3 warns');
 is(write_rows($green, 'stale', $_, 'green'), 0,

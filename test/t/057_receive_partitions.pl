@@ -16,6 +16,7 @@ use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
 use FlakeMove;
+use FlakeTest;
 
 my ($blue, $blue_clock) = move_server('blue');
 my ($green, $green_clock) = move_server('green');
@@ -52,7 +53,7 @@ sub case
 	subscribe($green, $db, $blue, $db, 'p');
 	is($green->safe_psql($db, $triggers), $trigger, "$what: the trigger");
 	is(write_rows($blue, $db, $_, 'blue'), 0, "$what: blue writes $_") foreach sort keys %move_generator;
-	$blue->wait_for_catchup($db);
+	applied_by($blue, $db);
 	$green->safe_psql($db, "DROP SUBSCRIPTION $db");
 	is(write_rows($green, $db, $_, 'green'), 0, "$what: green issues none of blue's $move_generator{$_} ids again")
 	  foreach sort keys %move_generator;

@@ -18,6 +18,7 @@ use Test::More;
 use FindBin;
 use lib $FindBin::RealBin;
 use FlakeMove;
+use FlakeTest;
 
 my ($blue, $blue_clock) = move_server('blue');
 my ($green, $green_clock) = move_server('green');
@@ -55,7 +56,7 @@ like($warnings, qr/WARNING:  column "id" of table public\.tf has no flake defaul
 is(trigger_args('bare'), 'tf:R:id=flake_next\000,tr:R:id=randflake_next\000',
 	"the trigger names the publisher's columns of ids");
 is(write_rows($blue, 'bare', $_, 'blue'), 0, "blue writes $_") foreach sort keys %move_generator;
-$blue->wait_for_catchup('bare');
+applied_by($blue, 'bare');
 $green->safe_psql('bare', 'ALTER SUBSCRIPTION bare DISABLE');
 green_issues_none_of_blues('bare', 'no default on green');
 
@@ -70,7 +71,7 @@ foreach my $case ([ 2, 'disable', 'ALTER SUBSCRIPTION disable DISABLE' ], [ 3, '
 	subscribe($green, $db, $blue, $db, 'p');
 	$blue->safe_psql($db, join '', map { "ALTER TABLE $_ ALTER COLUMN id SET DEFAULT $move_generator{$_};" } sort keys %move_generator);
 	is(write_rows($blue, $db, $_, 'blue'), 0, "$db: blue writes $_") foreach sort keys %move_generator;
-	$blue->wait_for_catchup($db);
+	applied_by($blue, $db);
 	my ($ret, $out, $err) = $green->psql($db, $cutover);
 	is($ret, 0, "$db: $cutover");
 	like($err, qr/has no flake default here/, "$db: the cutover warns of the publisher's default");

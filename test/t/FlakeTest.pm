@@ -18,7 +18,7 @@ our @EXPORT = qw(flake_cluster flake_server back_after_crash randflake_backwards
   $carry_conf %family_next rekey_tables frozen_server online_run online_hold online_start
   online_server online_parent_and_child $online_sessions_gone online_psql_as online_role
   online_owned_tables online_leftovers citus_server citus_cluster citus_add_workers citus_concurrently
-  citus_required state_schema state_burst state_outcomes_query write_state_file);
+  citus_required state_schema state_burst state_outcomes_query write_state_file applied_by);
 
 # The flake.randflake_secret of the tests.
 our $flake_secret = '000102030405060708090a0b0c0d0e0f';
@@ -156,6 +156,22 @@ sub back_after_crash
 		sleep 1;
 	}
 	die 'the server did not come back after the crash';
+}
+
+# Wait until subscription $subscription has applied all that $publisher
+# wrote so far: until its worker reports as received (write_lsn) the
+# publisher's present WAL position, which it does only after applying what
+# came before.  Not until it reports that as applied (replay_lsn, what
+# wait_for_catchup waits for): the worker commits asynchronously and says
+# a position is applied once its own commit is flushed.  The WAL writer
+# flushes such commits after wal_writer_delay by the wall clock, which a
+# stopped FlakeClock never lets pass; a record of no transaction after the
+# last commit (a running-xacts one) was then never reported, and the wait
+# timed out after 180 s (t/056 on PostgreSQL 17 in CI, and on 19).
+sub applied_by
+{
+	my ($publisher, $subscription) = @_;
+	$publisher->wait_for_catchup($subscription, 'write');
 }
 
 # A started server for logical replication that generates on nodes (both
