@@ -947,6 +947,8 @@ sub new_world
 # pg_control with its CRC, then pg_resetwal writes the WAL anew with it.
 # Much faster than initdb on a busy machine.
 my ($template, $crc_at, $sysids);
+# every server's max_prepared_transactions until lower_max_prepared
+our $max_prepared = 10;
 
 sub template_node
 {
@@ -956,7 +958,7 @@ sub template_node
 		$template->init(allows_streaming => 'logical');
 		$template->append_conf('postgresql.conf', qq{shared_preload_libraries = 'flake'
 flake.randflake_secret = '$secret'
-max_prepared_transactions = 10
+max_prepared_transactions = $max_prepared
 restart_after_crash = on
 log_min_messages = warning
 });
@@ -1418,13 +1420,7 @@ sub start_history
 	%running = ();
 	@PostgreSQL::Test::Cluster::all_nodes = ();
 	$world_count = $n - 1;
-	# a die of the explorer's own (a bug here), said with what it said
-	my $w = eval { run_history($label, @steps) } // do
-	{
-		my $died = { log => [], findings => [], seconds => 0 };
-		finding($died, 'explorer', undef, "the history's process died: $@");
-		$died;
-	};
+	my $w = eval { run_history($label, @steps) } // explorer_died("the history's process died: $@");
 	Storable::nstore({ map { $_ => $w->{$_} } qw(log findings seconds) }, $file);
 	POSIX::_exit(0);
 }
@@ -1434,15 +1430,19 @@ sub history_ended
 {
 	my $pid = waitpid(-1, 0);
 	my $r = delete $running{$pid} or return;
-	my $w = eval { Storable::retrieve($r->{file}) };
+	my $w = eval { Storable::retrieve($r->{file}) } // explorer_died("the history's process ended with status $?");
 	unlink $r->{file};
-	if (!$w)
-	{
-		# a die of the explorer's own (a bug here)
-		$w = { log => [], findings => [], seconds => 0 };
-		finding($w, 'explorer', undef, "the history's process ended with status $?");
-	}
 	return ($r->{label}, $w, @{ $r->{steps} });
+}
+
+# the outcome of a history whose process died of a bug of the explorer's
+# own, said with what it said
+sub explorer_died
+{
+	my ($why) = @_;
+	my $w = { log => [], findings => [], seconds => 0 };
+	finding($w, 'explorer', undef, $why);
+	return $w;
 }
 
 # --- shrinking: drop steps (halves, then quarters, ... then one at a

@@ -24,7 +24,7 @@
 use strict;
 use warnings;
 
-our (%op, $rows, $run_dir, $world_count);
+our (%op, $rows, $run_dir, $world_count, $max_prepared);
 
 # every table of the public schema of blue's databases with its rows
 sub topology_counts
@@ -302,7 +302,7 @@ sub legacy_migrate
 			# was higher before it was lowered (lower_max_prepared), so it
 			# takes the highest there was, as an operator's standby does
 			$old->append_conf('postgresql.conf', 'port = ' . $old->port . "\n"
-				  . "max_prepared_transactions = 10\n");
+				  . "max_prepared_transactions = $max_prepared\n");
 			$old->enable_streaming($blue);
 			$w->{node}{standby} = $old;
 			$w->{clock_of}{standby} = $w->{clock_of}{old_primary};
